@@ -12,8 +12,11 @@ Each contraction is a few numpy operations over an ``(n + 1) x (n + 1)`` matrix,
 worst, much less on real scores, whose best heads are often a tree already (then nothing else is computed).
 
 A word's log-probabilities differ from its candidates' raw scores by one constant (the log of its softmax's
-denominator), and each word takes exactly one head in any tree: the raw scores and the log-probabilities give the
-same tree.
+denominator), and each word takes exactly one head in any tree: the raw scores and the log-probabilities score the
+trees alike. The decoding keeps the log-probabilities all the same: where two trees score exactly the same (tied
+scores), the two graphs' rounding breaks the tie differently, so dropping them would change some decoded trees
+(157 of 5,000 integer-valued score matrices of 2-39 words; none of 25,000 continuous ones), for about 2% of a
+decoding's time.
 """
 
 from __future__ import annotations

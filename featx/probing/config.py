@@ -256,7 +256,8 @@ class ProbeConfig(Options):
         False,
         flag="--mdl",
         group=OUTPUT,
-        help="Also the MDL online codelength (bits) and compression per layer and pooling.",
+        help="Also the MDL online codelength (bits) and compression per layer and pooling, beside the control "
+        "task's (the same code on its labels; not with --no-control) and their difference in bits.",
     )
     train_sizes: str | list | None = option(
         None,

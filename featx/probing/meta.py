@@ -35,7 +35,8 @@ META_FIELDS = FieldTable(
     (
         *fields(TEXT, "features_file", "label", "task", "level", "evaluation", "metric", "pair_mode", nullable=True),
         *fields(TEXT, "predictions_for", "predictions_layer", nullable=True),
-        *fields(WHOLE, "n_rows", "n_labelled", "n_missing_labels", "n_dev", "n_sentences", "n_words", nullable=True),
+        *fields(WHOLE, "n_rows", "n_labelled", "n_missing_labels", "n_unlabelled", nullable=True),
+        *fields(WHOLE, "n_dev", "n_sentences", "n_words", nullable=True),
         *fields(WHOLE, "seed", "folds", "n_groups", "n_bootstrap", nullable=True),
         *fields(LIST, "label_names", *_TEXT_LISTS, "notes", "train_sizes", nullable=True),
         *(Field((name, ANY), TEXT) for name in _TEXT_LISTS),
@@ -125,7 +126,7 @@ class ProbeMeta(Mapping[str, Any]):
     label: str
     n_rows: int
     n_labelled: int
-    n_missing_labels: int
+    n_missing_labels: int  # the stored rows not probed: without a label, or left out for a reason a note gives
     evaluation: str
     folds: int | None
     n_dev: int
@@ -142,6 +143,9 @@ class ProbeMeta(Mapping[str, Any]):
     # the layer chosen on training rows among the predictions file's own (hidden-state single) layers
     predictions_layer: str | None = None
     mdl: bool = False
+    # of n_missing_labels, the rows without a label; the others have one and a note says why they were left out (a
+    # split value featx does not use, a class --min-class-rows drops). None: a word run, or a file written before it
+    n_unlabelled: int | None = None
     train_sizes: list[float] | None = None
     group: str | None = None  # --group: the column whose groups the folds, holdouts and resamples keep whole
     labels_file: str | None = None  # --labels: the file of label columns joined to the stored rows (by ``join``)
@@ -205,6 +209,8 @@ class ProbeMeta(Mapping[str, Any]):
         else:
             out["target"] = self.target
         out.update(n_rows=self.n_rows, n_labelled=self.n_labelled, n_missing_labels=self.n_missing_labels)
+        if self.n_unlabelled is not None:
+            out["n_unlabelled"] = self.n_unlabelled
         if words:
             out.update(n_sentences=self.n_sentences, n_words=self.n_words)
         out.update(self._run_keys(words, classes))

@@ -63,6 +63,9 @@ COLUMNS = [
     "is_best_on_test",
     "mdl_bits",
     "mdl_compression",
+    "control_mdl_bits",
+    "control_mdl_compression",
+    "mdl_selectivity",
     *SIGNIFICANCE_COLUMNS,
 ]
 CURVE_COLUMNS = [
@@ -337,6 +340,7 @@ NUMBER_COLUMNS = (
     "selection_score",
     "mdl_bits",
     "mdl_compression",
+    "mdl_selectivity",
     "n_train",
     "n_test",
 )

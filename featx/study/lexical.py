@@ -35,14 +35,17 @@ def _same_rows(rows: pd.DataFrame, table: pd.DataFrame) -> bool:
     )
 
 
-def _share(cell: ProbeCell, source: ProbeCell, output: Path) -> bool:
-    """Copy ``source``'s lexical row into ``cell``'s results (both done); whether anything was written."""
+def _share(cell: ProbeCell, source: ProbeCell, loaded: dict[str, tuple[pd.DataFrame, dict]], output: Path) -> bool:
+    """Copy ``source``'s lexical row into ``cell``'s results (both done); whether anything was written. ``source``'s
+    results are read once for all the cells it serves (``loaded``, by task key), and only when one needs them."""
     from ..probing import load_results, write_results
 
     table, meta = load_results(cell.results)
     if (table["kind"] == "lexical").any():  # its own, or copied by an earlier run
         return False
-    fitted, fitted_meta = load_results(source.results)
+    if source.task.key not in loaded:
+        loaded[source.task.key] = load_results(source.results)
+    fitted, fitted_meta = loaded[source.task.key]
     rows = fitted[fitted["kind"] == "lexical"].head(1).copy()
     if rows.empty or not _same_rows(rows, table):
         return False
@@ -52,7 +55,8 @@ def _share(cell: ProbeCell, source: ProbeCell, output: Path) -> bool:
     after = int(np.flatnonzero(table["kind"].isin(["majority", "baseline"])).max(initial=-1)) + 1
     shared = pd.concat([table.iloc[:after], rows[list(table.columns.intersection(rows.columns))],
                         table.iloc[after:]], ignore_index=True)[list(table.columns)]  # fmt: skip
-    described = fitted_meta.get("lexical") if isinstance(fitted_meta.get("lexical"), dict) else {}
+    fitted_lexical = fitted_meta.get("lexical")
+    described = fitted_lexical if isinstance(fitted_lexical, dict) else {}
     where = source.results.relative_to(output) if source.results.is_relative_to(output) else source.results
     meta["lexical"] = {**described, "from": where.as_posix(), "model": source.model.name}
     write_results(shared, meta, cell.results, Path(f"{cell.prefix}.json"))
@@ -65,11 +69,12 @@ def share_lexical(plan: StudyPlan) -> list[str]:
     fitted = {
         (cell.corpus.name, cell.label): cell for cell in plan.probes if cell.lexical and cell_status(cell.task) == DONE
     }
-    given = []
+    given: list[str] = []
+    loaded: dict[str, tuple[pd.DataFrame, dict]] = {}
     for cell in plan.probes:
         source = fitted.get((cell.corpus.name, cell.label))
         if source is None or cell is source or cell_status(cell.task) != DONE:
             continue
-        if _share(cell, source, plan.config.output):
+        if _share(cell, source, loaded, plan.config.output):
             given.append(cell.task.key)
     return given

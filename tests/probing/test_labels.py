@@ -9,6 +9,7 @@ import pytest
 import featx
 from featx.io import LabelColumn
 from featx.probing.label_classes import binned
+from featx.report import format_probe
 
 FAST = dict(layers="0", poolings="mean", jobs=1, control=False, n_bootstrap=10, write=False, folds=3)
 
@@ -83,10 +84,14 @@ def test_rows_of_another_split_value_are_left_out_before_the_bins_are_drawn(spli
     result = featx.probe(path, labels=scores, join="row", bins=3, **FAST)
     assert sum(entry.startswith(note) for entry in result.notes) == 1
     assert result.meta.to_dict()["n_labelled"] == int((~extra).sum())
+    # every row has a label: those left out are said to be left out as the note says, not to lack one
+    assert (result.meta.to_dict()["n_missing_labels"], result.meta.to_dict()["n_unlabelled"]) == (int(extra.sum()), 0)
+    assert f"{int(extra.sum())} left out as a note above says" in format_probe(result).splitlines()[1]
     drawn = ~extra & (split != "test")
     np.testing.assert_allclose(result.meta.to_dict()["bins"]["edges"], np.quantile(values[drawn], [0, 1 / 3, 2 / 3, 1]))
     regression = featx.probe(path, label="score", task="regression", **FAST)
     assert regression.meta.to_dict()["n_labelled"] == int((~extra).sum())
+    assert regression.meta.to_dict()["n_unlabelled"] == 0
     assert sum(entry.startswith(note) for entry in regression.notes) == 1
 
 

@@ -58,24 +58,33 @@ def _prior_probabilities(y_train: np.ndarray, n_classes: int) -> np.ndarray:
     return counts / counts.sum()
 
 
-def _codelength_search(Xs, y, splits, cs, n_classes, seed) -> float:
-    """The C whose probes code held-out rows in the fewest bits (log-loss, not accuracy: the code pays
-    for overconfident mistakes, which accuracy does not see). ``splits`` are (fit, held-out) row pairs;
-    their bits are summed. Warm-started path per split, smallest C first, stopped like the probe's."""
-    models = [clf.make_linear("logreg", cs[0], False, seed) for _ in splits]
-    best_bits, best_c, waited = np.inf, cs[0], 0
+def _codelength_search(Xs, targets, splits, cs, n_classes, seed) -> list[float]:
+    """For each label vector of ``targets``, the C whose probes code held-out rows in the fewest bits (log-loss,
+    not accuracy: the code pays for overconfident mistakes, which accuracy does not see). ``splits`` are (fit,
+    held-out) row pairs; their bits are summed. Warm-started path per split, smallest C first, each vector stopped
+    like the probe's; the vectors' fits at one C on one split are solved together (``classifiers.fit_together``: each
+    the fit it gets alone)."""
+    models = [[clf.make_linear("logreg", cs[0], False, seed) for _ in splits] for _ in targets]
+    best_bits, best_c, waited = [np.inf] * len(targets), [cs[0]] * len(targets), [0] * len(targets)
+    live = list(range(len(targets)))
     for C in sorted(cs):
-        bits = 0.0
-        for model, (fit_rows, val_rows) in zip(models, splits, strict=False):
-            model.set_params(C=C)
-            clf.fit_quietly(model, Xs[fit_rows], y[fit_rows])
-            bits += _bits(clf.linear_scores(model, Xs[val_rows], n_classes), y[val_rows], n_classes)
-        if bits < best_bits - 1e-9:
-            best_bits, best_c, waited = bits, C, 0
-        else:
-            waited += 1
-            if waited >= ev.PATH_PATIENCE:
-                break
+        bits = dict.fromkeys(live, 0.0)
+        for index, (fit_rows, val_rows) in enumerate(splits):
+            fitting = [models[v][index] for v in live]
+            for model in fitting:
+                model.set_params(C=C)
+            clf.fit_together(fitting, Xs[fit_rows], [targets[v][fit_rows] for v in live])
+            for v, model in zip(live, fitting, strict=True):
+                bits[v] += _bits(clf.linear_scores(model, Xs[val_rows], n_classes), targets[v][val_rows], n_classes)
+        for v in list(live):
+            if bits[v] < best_bits[v] - 1e-9:
+                best_bits[v], best_c[v], waited[v] = bits[v], C, 0
+            else:
+                waited[v] += 1
+                if waited[v] >= ev.PATH_PATIENCE:
+                    live.remove(v)
+        if not live:
+            break
     return best_c
 
 
@@ -121,21 +130,31 @@ def _bits(probabilities: np.ndarray, y: np.ndarray, n_classes: int) -> float:
     return float(-np.log2(probabilities[np.arange(len(y)), y]).sum())
 
 
-def _block_probabilities(X, y, train, block, n_classes, cs, seed, groups=None) -> np.ndarray:
-    """P(label) for the rows of ``block`` from a logistic probe trained on the rows ``train``."""
-    if len(np.unique(y[train])) < 2:
-        return np.tile(_prior_probabilities(y[train], n_classes), (len(block), 1))
+def _block_probabilities(X, labels, train, block, n_classes, cs, seed, groups=None) -> list[np.ndarray]:
+    """P(label) for the rows of ``block`` from a logistic probe trained on the rows ``train``, one per label
+    vector of ``labels`` (the prior while fewer than two classes were sent): one scaler and one set of C holdouts
+    (drawn from the first vector's labels) for all, each vector its own C and probe, solved together."""
     scaler = ev.fit_scaler(X, train)
     Xs = scaler(X[train])
-    y_train = y[train]
-    C = float(np.median(cs))
-    if len(train) >= MIN_SEARCH_ROWS and len(cs) > 1:
-        splits = held_out_splits(y_train, seed, None if groups is None else groups[train])
-        if splits and all(len(np.unique(y_train[fit])) >= 2 for fit, _ in splits):
-            C = _codelength_search(Xs, y_train, splits, cs, n_classes, seed)
-    model = clf.make_linear("logreg", C, False, seed)
-    clf.fit_quietly(model, Xs, y_train)
-    return clf.linear_scores(model, scaler(X[block]), n_classes)
+    targets = [y[train] for y in labels]
+    fitted = [v for v, y in enumerate(targets) if len(np.unique(y)) >= 2]
+    chosen = dict.fromkeys(fitted, float(np.median(cs)))
+    if 0 in fitted and len(train) >= MIN_SEARCH_ROWS and len(cs) > 1:
+        splits = held_out_splits(targets[0], seed, None if groups is None else groups[train])
+        searched = [v for v in fitted if splits and all(len(np.unique(targets[v][fit])) >= 2 for fit, _ in splits)]
+        if searched:
+            found = _codelength_search(Xs, [targets[v] for v in searched], splits, cs, n_classes, seed)
+            chosen.update(zip(searched, found, strict=True))
+    models = {v: clf.make_linear("logreg", chosen[v], False, seed) for v in fitted}
+    if models:
+        clf.fit_together(list(models.values()), Xs, [targets[v] for v in models])
+    X_block = scaler(X[block])
+    return [
+        clf.linear_scores(models[v], X_block, n_classes)
+        if v in models
+        else np.tile(_prior_probabilities(targets[v], n_classes), (len(block), 1))
+        for v in range(len(labels))
+    ]
 
 
 def coded_rows(plan) -> np.ndarray | None:
@@ -180,12 +199,31 @@ def online_codelength(
     ``X`` is (n, d) (standardised per block from the sent rows only), ``y`` holds class codes 0..K-1;
     ``groups`` (n,) makes the sentence, not the row, the unit of the blocks and of the C holdouts.
     """
-    rows = np.arange(len(y)) if rows is None else np.asarray(rows)
+    return online_codelengths(X, [y], n_classes, rows, seed, cs, fractions, groups)[0]
+
+
+def online_codelengths(
+    X: np.ndarray,
+    labels: list[np.ndarray],
+    n_classes: int,
+    rows: np.ndarray | None = None,
+    seed: int = 0,
+    cs=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+    fractions=FRACTIONS,
+    groups: np.ndarray | None = None,
+) -> list[OnlineCode]:
+    """``online_codelength`` of each label vector of ``labels`` (the real labels first, then the control task's)
+    given the same features: the same order, blocks (whole groups), scaler and C holdouts (stratified on the first
+    vector's labels, as the control probe shares the real one's), each vector its own C and probe. The first
+    vector's code is bit for bit the one ``online_codelength`` gives it alone."""
+    rows = np.arange(len(labels[0])) if rows is None else np.asarray(rows)
     order, ends = transmission_order(rows, seed, fractions, groups)
     uniform_per_row = np.log2(n_classes)
-    bits = ends[0] * uniform_per_row
+    bits = [ends[0] * uniform_per_row for _ in labels]
     for start, stop in zip(ends[:-1], ends[1:], strict=False):
         train, block = order[:start], order[start:stop]
-        probabilities = _block_probabilities(X, y, train, block, n_classes, tuple(cs), seed, groups)
-        bits += _bits(probabilities, y[block], n_classes)
-    return OnlineCode(float(bits), float(len(order) * uniform_per_row), len(order), ends)
+        probabilities = _block_probabilities(X, labels, train, block, n_classes, tuple(cs), seed, groups)
+        for index, (y, p) in enumerate(zip(labels, probabilities, strict=True)):
+            bits[index] += _bits(p, y[block], n_classes)
+    uniform = float(len(order) * uniform_per_row)
+    return [OnlineCode(float(total), uniform, len(order), ends) for total in bits]

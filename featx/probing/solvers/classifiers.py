@@ -64,6 +64,25 @@ def logreg_from(theta: np.ndarray, offsets: np.ndarray, C: float, balanced: bool
     return model
 
 
+def fit_together(models: list, X, labels: list) -> None:
+    """``model.fit(X, y)`` for each logreg probe of ``models`` (``SoftmaxRegression``) and label vector of ``labels``:
+    the fits of as many classes and the same settings (C aside) solved in one batch, each solution bit for bit the
+    one its own fit finds (``softmax.solve``), in one pass over X per step for all."""
+    from .softmax import solve
+
+    starts = [model._start(X, y) for model, y in zip(models, labels, strict=True)]
+    batches: dict[tuple, list[int]] = {}
+    for index, model in enumerate(models):
+        batches.setdefault((len(starts[index][1]), model.class_weight, model.tol, model.max_iter), []).append(index)
+    for (k, class_weight, tol, max_iter), members in batches.items():
+        inits = [starts[i][3] for i in members]
+        Cs, codes = [models[i].C for i in members], [starts[i][2] for i in members]
+        init = None if all(start is None for start in inits) else inits
+        solution = solve(starts[members[0]][0], codes, k, Cs, class_weight == "balanced", init, tol, max_iter)
+        for p, i in enumerate(members):
+            models[i]._set_solution(solution.theta[p], starts[i][1], int(solution.n_iter[p]))
+
+
 def fit_quietly(model, X: np.ndarray, y: np.ndarray):
     """Fit, turning non-convergence at an extreme C into no noise: the C search judges the result."""
     from sklearn.exceptions import ConvergenceWarning

@@ -342,6 +342,15 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
 
     def fit(self, X, y):
+        X, classes, codes, init = self._start(X, y)
+        balanced, starts = self.class_weight == "balanced", None if init is None else [init]
+        solution = solve(X, [codes], len(classes), [self.C], balanced, starts, self.tol, self.max_iter)
+        self._set_solution(solution.theta[0], classes, int(solution.n_iter[0]))
+        return self
+
+    def _start(self, X, y) -> tuple:
+        """``(X, classes, codes, warm start or None)`` of a fit on ``X`` (checked) and ``y`` (what
+        ``classifiers.fit_together`` batches the fits of several estimators from)."""
         from sklearn.utils.validation import check_X_y
 
         if isinstance(X, SparseRows):  # prepared once for the fits that share it
@@ -362,12 +371,8 @@ class SoftmaxRegression(ClassifierMixin, BaseEstimator):
             and self.theta_.shape == ((X.width if isinstance(X, SparseRows) else X.shape[1]) + 1, len(classes))
             and np.array_equal(self.classes_, classes)
         ):
-            init = [self.theta_]
-        solution = solve(
-            X, [codes], len(classes), [self.C], self.class_weight == "balanced", init, self.tol, self.max_iter
-        )
-        self._set_solution(solution.theta[0], classes, int(solution.n_iter[0]))
-        return self
+            init = self.theta_
+        return X, classes, codes, init
 
     def _set_solution(self, theta: np.ndarray, classes: np.ndarray, n_iter: int) -> None:
         self.theta_ = theta

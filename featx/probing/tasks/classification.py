@@ -81,12 +81,13 @@ class ClassificationProbe(SentenceTask):
     curve_sites: SitePlan  # the learning curves' specs and poolings per site (empty: no curves)
     texts: LexicalTexts | None = None  # the lexical baseline's texts (None: --no-lexical, or none stored)
     bins: Bins | None = None  # --bins' edges and the rows that drew them (None without --bins)
+    n_unlabelled: int | None = None  # the stored rows without a label (ProbeMeta.n_unlabelled)
 
     @classmethod
     def from_plan(cls, plan: ProbePlan) -> ClassificationProbe:
         config, notes, classifiers = plan.config, plan.notes, list(plan.classifiers)
         with FeatureFile(plan.path, allow_partial=plan.allow_partial) as features:
-            column, bins = label_column(features, config, notes, plan.label)
+            column, bins, n_unlabelled = label_column(features, config, notes, plan.label)
             if "ridge" in classifiers:
                 raise InputError(
                     f"ridge is a regression probe, and '{column.name}' is probed as classes",
@@ -127,7 +128,7 @@ class ClassificationProbe(SentenceTask):
         plan = plan.resolved(
             column.name, classifiers, layout.poolings, list(layout.sites), specs, folds, y=y, names=class_names
         )
-        return cls(plan, layout, inputs, curves, texts, bins)
+        return cls(plan, layout, inputs, curves, texts, bins, n_unlabelled)
 
     @property
     def solves_logistic(self) -> bool:
@@ -245,6 +246,7 @@ class ClassificationProbe(SentenceTask):
             n_rows=int(layout.n_rows),
             n_labelled=int(len(inputs.y)),
             n_missing_labels=int(layout.n_rows - len(inputs.y)),
+            n_unlabelled=self.n_unlabelled,
             cs=list(config.cs),
             balanced=bool(config.balanced),
             baseline_file=str(Path(config.baseline).resolve()) if config.baseline else None,

@@ -125,8 +125,7 @@ def classifier_record(job: FeatureJob, classifier: str, data: Any, code: Any, in
     labels = [inputs.y] if inputs.y_control is None else [inputs.y, inputs.y_control]
     folds, *control = fit_folds(classifier, job.spec.kind, data, labels, inputs)
     row = ev.summarise(inputs.plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
-    row["mdl_bits"] = code.bits if code is not None else float("nan")
-    row["mdl_compression"] = code.compression if code is not None else float("nan")
+    row.update(mdl_columns(code))
     row["selection_score"] = inputs.scoring.selection(inputs.y, folds)
     if control:
         row.update(control_scores(inputs.y_control, inputs.plan, control[0], inputs.n_classes))
@@ -137,14 +136,35 @@ def classifier_record(job: FeatureJob, classifier: str, data: Any, code: Any, in
     return record
 
 
-def online_code(job: FeatureJob, data: Any, inputs: ClassificationInputs) -> Any:
-    """The MDL online code of this job's features (pooled single/cat specs only; stack and tokens: none)."""
-    from ..analyses.mdl import coded_rows, online_codelength
+def online_code(job: FeatureJob, data: Any, inputs: ClassificationInputs) -> list | None:
+    """The MDL online codes of this job's features (pooled single/cat specs only; stack and tokens: none): of
+    the real labels, and of the control task's when it runs, sent in the same blocks."""
+    from ..analyses.mdl import coded_rows, online_codelengths
 
     if job.pooling == TOKENS_POOLING or job.spec.kind == "stack":
         return None
-    plan, y = inputs.plan, inputs.y
-    return online_codelength(data, y, inputs.n_classes, coded_rows(plan), inputs.seed, inputs.cs, groups=plan.groups)
+    plan = inputs.plan
+    labels = [inputs.y] if inputs.y_control is None else [inputs.y, inputs.y_control]
+    return online_codelengths(
+        data, labels, inputs.n_classes, coded_rows(plan), inputs.seed, inputs.cs, groups=plan.groups
+    )
+
+
+MDL_COLUMNS = ("mdl_bits", "mdl_compression", "control_mdl_bits", "control_mdl_compression", "mdl_selectivity")
+
+
+def mdl_columns(codes: list | None) -> dict[str, float]:
+    """The MDL columns of a result row from ``online_code``'s codes (None: NaN in every one): the real labels'
+    codelength and compression, the control task's (NaN without it), and ``mdl_selectivity``, the bits the real
+    labels save over the control task's (control_mdl_bits - mdl_bits)."""
+    values = dict.fromkeys(MDL_COLUMNS, float("nan"))
+    if codes:
+        values.update(mdl_bits=codes[0].bits, mdl_compression=codes[0].compression)
+    if codes and len(codes) > 1:
+        control = codes[1]
+        values.update(control_mdl_bits=control.bits, control_mdl_compression=control.compression)
+        values["mdl_selectivity"] = control.bits - codes[0].bits
+    return values
 
 
 def run_curve_job(job: FeatureJob, inputs: ClassificationInputs, sizes: list[float]) -> list[dict]:
@@ -204,6 +224,7 @@ def result_record(job: FeatureJob, classifier: str, row: dict, inputs: Classific
         **{f"control_{metric}": float("nan") for metric in CONTROL_METRICS},
         "selectivity": float("nan"),
         "selection_score": float("nan"),
+        **mdl_columns(None),
         **row,
         "per_class_f1": json.dumps(
             {
@@ -223,7 +244,6 @@ def majority_record(inputs: ClassificationInputs) -> dict:
     """The majority-class reference row (fitted on each training part)."""
     folds = [ev.run_majority(inputs.y, train, test, inputs.n_classes) for train, test in inputs.plan.folds]
     row = ev.summarise(inputs.plan, inputs.y, folds, inputs.n_classes, inputs.n_bootstrap, inputs.seed)
-    row["mdl_bits"] = row["mdl_compression"] = float("nan")
     job = FeatureJob("main", "", LayerSpec("majority", ()), "", ["majority"])
     record = result_record(job, "majority", row, inputs)
     record.update(site="", layer_spec="majority", kind="majority", layers="", C=float("nan"))

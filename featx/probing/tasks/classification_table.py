@@ -19,24 +19,30 @@ from ..labels import column_in_split, joined_label, stored_column
 
 def label_column(
     features: FeatureFile, config: ProbeConfig, notes: list[str], label: str | None
-) -> tuple[LabelColumn, Bins | None]:
+) -> tuple[LabelColumn, Bins | None, int]:
     """The label column to probe (``label``: the stored column chosen by the plan): stored, or joined from
     ``--labels``; without the rows of a split value featx does not use (``labels.in_split``); binned (the edges
     from the split's train and val rows, ``labels.bin_rows``) / rare classes dropped as asked; with its ``--bins``
-    edges (None without)."""
+    edges (None without) and the number of rows without a label (the other rows left out, each said in a note:
+    a split value, a dropped class)."""
     split = features.split
     if config.labels is None:
         assert label is not None, "a stored label column is chosen by the plan"
-        column = column_in_split(stored_column(features, label), split, notes, features.path)
-        return prepare(column, config.bins, config.min_class_rows, notes, split=split)
-    column = column_in_split(
-        joined_label(features, config.labels, config.join, config.label, notes), split, notes, features.path
-    )
+        given = stored_column(features, label)
+        column = column_in_split(given, split, notes, features.path)
+        return *prepare(column, config.bins, config.min_class_rows, notes, split=split), unlabelled(given)
+    given = joined_label(features, config.labels, config.join, config.label, notes)
+    column = column_in_split(given, split, notes, features.path)
     number_hint = (
         f"{bins_hint()}, or store it (featx labels add {features.path} {config.labels}) and probe it with "
         f"{spoken_value(config, 'label', column.name)}, a regression probe"
     )
-    return prepare(column, config.bins, config.min_class_rows, notes, number_hint, split)
+    return *prepare(column, config.bins, config.min_class_rows, notes, number_hint, split), unlabelled(given)
+
+
+def unlabelled(column: LabelColumn) -> int:
+    """The rows of ``column`` without a label (ProbeMeta.n_unlabelled)."""
+    return int((np.asarray(column.codes) < 0).sum())
 
 
 def check_predictions_choice(choice: str | None, poolings: list[str], classifiers: list[str]) -> None:

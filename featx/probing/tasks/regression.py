@@ -125,6 +125,7 @@ class RegressionProbe(SentenceTask):
     layout: SentenceLayout
     inputs: RegressionInputs
     texts: LexicalTexts | None = None  # the lexical baseline's texts (None: --no-lexical, or none stored)
+    n_unlabelled: int | None = None  # the stored rows without a value (ProbeMeta.n_unlabelled)
 
     @property
     def classifiers(self) -> list[str]:
@@ -171,7 +172,7 @@ class RegressionProbe(SentenceTask):
         )
         specs = [spec.name for spec in layout.specs]
         plan = plan.resolved(label, classifiers, layout.poolings, list(layout.sites), specs, folds, y=y)
-        return cls(plan, layout, inputs, texts)
+        return cls(plan, layout, inputs, texts, int((~np.isfinite(values)).sum()))
 
     @property
     def solves_logistic(self) -> bool:
@@ -267,6 +268,7 @@ class RegressionProbe(SentenceTask):
             n_rows=int(layout.n_rows),
             n_labelled=int(len(y)),
             n_missing_labels=int(layout.n_rows - len(y)),
+            n_unlabelled=self.n_unlabelled,
             alphas=list(config.alphas),
             baseline_file=str(config.baseline) if config.baseline else None,
             predictions_for=predictions_for,

@@ -13,7 +13,7 @@ import numpy as np
 from .. import evaluation as ev
 from ..meta import Task
 from .base import out_of_fold
-from .classification_jobs import CONTROL_METRICS, control_scores
+from .classification_jobs import CONTROL_METRICS, control_scores, mdl_columns
 from .word_eval import item_features, run_fold
 from .word_items import WordPlan, WordTask, lexical_predictions, opened_source
 
@@ -35,14 +35,16 @@ class WordInputs:
     scoring: ev.Scoring = ev.Scoring()  # the run's metric (--metric): what the best row is chosen in
 
 
-def online_code(inputs: WordInputs, X: np.ndarray) -> Any:
-    """The MDL online code of the labels given one layer's items, sent sentence by sentence (the
-    training part, dev included, of a split; every item under cross-validation)."""
-    from ..analyses.mdl import coded_rows, online_codelength
+def online_code(inputs: WordInputs, X: np.ndarray) -> list:
+    """The MDL online codes of the labels given one layer's items, and of the word-type control task's when it
+    runs, sent sentence by sentence in the same blocks (the training part, dev included, of a split; every item
+    under cross-validation)."""
+    from ..analyses.mdl import coded_rows, online_codelengths
 
     task = inputs.task
-    return online_codelength(
-        X, task.y, task.n_classes, coded_rows(inputs.plan), inputs.seed, inputs.cs, groups=task.groups
+    labels = [task.y] + ([inputs.y_control] if inputs.y_control is not None else [])
+    return online_codelengths(
+        X, labels, task.n_classes, coded_rows(inputs.plan), inputs.seed, inputs.cs, groups=task.groups
     )
 
 
@@ -80,7 +82,7 @@ def run_probe_job(source: Any, layer: int, pooling: str, inputs: WordInputs, fea
                 row["selectivity"] = row[metric] - row[f"control_{metric}"]
             record = result_record(inputs, "single", str(layer), layer, pooling, classifier, row, features)
             if code is not None:
-                record["mdl_bits"], record["mdl_compression"] = code.bits, code.compression
+                record.update(mdl_columns(code))
             record["_predictions"] = out_of_fold(len(task.y), plan.folds, per_label[0], -1)
             records.append(record)
     return records
@@ -114,8 +116,7 @@ def result_record(
         **{f"control_{metric}": float("nan") for metric in CONTROL_METRICS},
         "selectivity": float("nan"),
         "selection_score": float("nan"),
-        "mdl_bits": float("nan"),
-        "mdl_compression": float("nan"),
+        **mdl_columns(None),
         "C": float("nan"),
         **row,
         "per_class_f1": json.dumps(

@@ -304,7 +304,8 @@ def plot_mdl(
     legend: bool = True,
     title: bool | str = True,
 ):
-    """MDL probe (``featx probe --mdl``): compression over the uniform code by layer, one line per pooling.
+    """MDL probe (``featx probe --mdl``): compression over the uniform code by layer, one line per pooling, and
+    (dotted, in its colour) the control task's, the baseline it must beat.
 
     ``value="mdl_bits"`` draws the online codelength instead. Compression 1 (dashed) = no information.
     """
@@ -329,6 +330,7 @@ def plot_mdl(
                 label=pooling,
                 zorder=3,
             )
+            _draw_mdl_control(ax, part, f"control_{value}", colour, first=index == 0)
         if value == "mdl_compression":
             ax.axhline(1.0, color=REFERENCE_GREY, linestyle="--", linewidth=1.4, label="uniform code (no information)")
         layers_all = sorted(set(rows["layer"].astype(int)))
@@ -343,3 +345,19 @@ def plot_mdl(
         if title:
             ax.set_title(title if isinstance(title, str) else "MDL probe (online code)", loc="left")
     return ax
+
+
+def _draw_mdl_control(ax, part: pd.DataFrame, column: str, colour, first: bool) -> None:
+    """One pooling's control-task MDL by layer (``control_mdl_compression`` or ``control_mdl_bits``), dotted in the
+    pooling's colour; nothing where the run had no control task. The legend names it once."""
+    if column not in part.columns or pd.to_numeric(part[column], errors="coerce").isna().all():
+        return
+    ax.plot(
+        part["layer"].astype(int),
+        part[column].astype(float),
+        color=colour,
+        linestyle=":",
+        linewidth=1.4,
+        label="control task (dotted, same colour)" if first else None,
+        zorder=2,
+    )

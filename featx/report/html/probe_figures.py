@@ -62,7 +62,9 @@ HOW = {
     "per_class": "F1 of each class against the layer for the chosen pooling: which classes become separable "
     "where. With many classes only the lowest-F1 ones are coloured and named, the others are grey.",
     "mdl": "Minimum description length of the labels given the features (online code, Voita & Titov 2020), as "
-    "compression over the uniform code: 1 (dashed) means the features say nothing about the label.",
+    "compression over the uniform code: 1 (dashed) means the features say nothing about the label. The dotted line "
+    "in each pooling's colour is the control task's compression (the same code on control labels, Hewitt & Liang): "
+    "what the probe's capacity alone reaches, the baseline the real labels' compression must beat.",
     "learning": "The metric against the number of training rows (log scale) for a few layers: a layer whose curve "
     "rises earlier holds the label in a form that needs less data to read out. The grey dashed line with + markers "
     "is each size's baseline (the majority class, for a number the training mean) fitted on the same training rows.",

@@ -44,9 +44,9 @@ def general(value: Any, digits: int = 6) -> str:
     return "-" if missing(value) else f"{value:.{digits}g}"
 
 
-def count(value: Any) -> str:
-    """A large count with thousands separators and no decimals (MDL bits), or ``-``."""
-    return "-" if missing(value) else f"{value:,.0f}"
+def count(value: Any, signed: bool = False) -> str:
+    """A large count with thousands separators and no decimals (MDL bits; ``signed``: with its sign), or ``-``."""
+    return "-" if missing(value) else f"{value:{'+' if signed else ''},.0f}"
 
 
 def p_value(value: Any, significant: Any = False) -> str:

@@ -24,14 +24,25 @@ def class_counts_text(counts: dict) -> str:
 
 
 def left_out(meta: dict, what: str) -> str:
-    """``, N without a label left out``: the stored rows not probed (``n_missing_labels``). Rows of a split value
-    featx does not use and classes ``--min-class-rows`` drops count too, each said in a note (``left out: split
-    values ...``, ``dropped ...``), where these words once called every such row one without a label."""
+    """``, N without a label left out``: the stored rows not probed (``n_missing_labels``). Of these, ``n_unlabelled``
+    have no label; the others were left out for a reason a note gives (a split value featx does not use, a class
+    ``--min-class-rows`` drops), where these words once called every such row one without a label. A results file
+    written before ``n_unlabelled`` does not say which: with notes, both are named."""
     n = meta.get("n_missing_labels")
     if not n:
         return ""
-    noted = any(" left out: split values " in note or ": dropped " in note for note in meta.get("notes") or [])
-    return f", {n} left out (without {what}, or as a note above says)" if noted else f", {n} without {what} left out"
+    unlabelled = meta.get("n_unlabelled")
+    if unlabelled is None:
+        return (
+            f", {n} left out (without {what}, or as a note above says)"
+            if meta.get("notes")
+            else f", {n} without {what} left out"
+        )
+    if unlabelled >= n:
+        return f", {n} without {what} left out"
+    if not unlabelled:
+        return f", {n} left out as a note above says"
+    return f", {n} left out ({unlabelled} without {what}, {n - unlabelled} as a note above says)"
 
 
 def header_lines(table: pd.DataFrame, meta: dict) -> list[str]:
@@ -141,7 +152,7 @@ def block_title(features: str, site: str, classifier: str, meta: dict) -> str:
     return title
 
 
-def _cells(row, metric: str, with_mdl: bool, with_tests: bool) -> list[str]:
+def _cells(row, metric: str, with_mdl: int, with_tests: bool) -> list[str]:
     cells = [
         row.pooling,
         f"{row.layer_spec}{' *' if row.is_best else ''}",
@@ -155,6 +166,8 @@ def _cells(row, metric: str, with_mdl: bool, with_tests: bool) -> list[str]:
     ]
     if with_mdl:
         cells += [count(row.mdl_bits), num(row.mdl_compression, 2)]
+    if with_mdl > 1:  # the control task's compression, and the bits the real labels save over its labels
+        cells += [num(row.control_mdl_compression, 2), count(row.mdl_selectivity, signed=True)]
     if with_tests:
         cells += [
             p_value(row.p_vs_best_holm, row.significant_vs_best),
@@ -208,7 +221,14 @@ def split_test(metric: str, unit: str = "rows") -> str:
     return f"paired permutation test of {metric_label(metric)} over the test {unit} (a's and b's predictions swapped)"
 
 
-def _footer(meta: dict, with_mdl: bool, with_tests: bool) -> list[str]:
+def mdl_columns(table: pd.DataFrame) -> int:
+    """Which MDL columns a table shows: 0 none (no ``--mdl``), 1 the real labels' code, 2 the control task's too."""
+    if "mdl_bits" not in table or not table.mdl_bits.notna().any():
+        return 0
+    return 2 if "control_mdl_bits" in table and table.control_mdl_bits.notna().any() else 1
+
+
+def _footer(meta: dict, with_mdl: int, with_tests: bool) -> list[str]:
     lines = [
         "",
         f"* best layer of each pooling, chosen on the training part (selection_score, {_metric(meta)}); "
@@ -218,6 +238,7 @@ def _footer(meta: dict, with_mdl: bool, with_tests: bool) -> list[str]:
     if with_mdl:
         lines.append(
             "MDL bits = online codelength of the labels (Voita & Titov 2020); compr. = uniform code / MDL bits"
+            + ("; ctl compr. = the control task's; MDL sel. = control's bits - MDL bits" if with_mdl > 1 else "")
         )
     if with_tests:
         test = (
@@ -235,10 +256,10 @@ def format_table(table: pd.DataFrame, meta: dict) -> str:
     metric = _metric(meta)
     control = "control" if metric == "accuracy" else f"control {metric_label(metric)}"
     header = ["pooling", "layer", "accuracy [95% CI]", "macro-F1", "bal.acc", control, "select.", "C", "fit s"]
-    with_mdl = bool("mdl_bits" in table and table.mdl_bits.notna().any())
+    with_mdl = mdl_columns(table)
     with_tests = bool("p_vs_best_holm" in table and (table.p_vs_best_holm.notna() | table.p_vs_prev_holm.notna()).any())
     if with_mdl:
-        header += ["MDL bits", "compr."]
+        header += ["MDL bits", "compr."] + (["ctl compr.", "MDL sel."] if with_mdl > 1 else [])
     if with_tests:
         header += ["p vs best", "p vs prev"]
     probes = table[~table.kind.isin(["majority", "lexical"])]

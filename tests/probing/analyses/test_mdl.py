@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featx.probing.analyses.mdl import FRACTIONS, block_ends, held_out_splits, online_codelength, transmission_order
+from featx.probing.analyses.mdl import (
+    FRACTIONS,
+    block_ends,
+    held_out_splits,
+    online_codelength,
+    online_codelengths,
+    transmission_order,
+)
 from featx.report import format_probe
 
 
@@ -28,10 +35,14 @@ def test_block_schedule_is_the_standard_one():
 def test_planted_signal_compresses_and_noise_does_not():
     y, noise, signal = planted()
     noisy = online_codelength(noise, y, 3, seed=0)
-    clear = online_codelength(signal, y, 3, seed=0)
+    # the control task (Hewitt & Liang; a sentence label's: the labels permuted) sent beside the real labels, in the
+    # same blocks: the real labels compress, the control's do not
+    clear, control = online_codelengths(signal, [y, np.random.default_rng(7).permutation(y)], 3, seed=0)
     assert noisy.uniform_bits == pytest.approx(300 * np.log2(3))
     assert 0.85 < noisy.compression < 1.1
     assert clear.compression > 2.0 and clear.bits < noisy.bits
+    assert 0.85 < control.compression < 1.1 and control.uniform_bits == clear.uniform_bits
+    assert clear.block_ends == control.block_ends
     # the first block costs exactly its uniform code: a one-row corpus is just log2 K bits
     assert online_codelength(signal[:1], y[:1], 3).bits == pytest.approx(np.log2(3))
 
@@ -45,6 +56,9 @@ def test_codelength_is_deterministic_for_a_seed_and_uses_only_given_rows():
     other = signal.copy()
     other[1::2] = 0  # rows outside ``rows`` never matter
     assert online_codelength(other, y, 3, rows, seed=1).bits == pytest.approx(first.bits)
+    # sent beside a control task's labels, the real labels' code is bit for bit the one they get alone
+    real, control = online_codelengths(signal, [y, np.random.default_rng(2).permutation(y)], 3, rows, seed=1)
+    assert real.bits == first.bits and control.bits != first.bits and control.n_rows == 60
 
 
 @pytest.mark.slow
@@ -107,7 +121,10 @@ def test_grouped_code_of_planted_words_compresses_and_of_noise_does_not():
     noise = rng.standard_normal((len(y), 8)).astype(np.float32)
     signal = noise.copy()
     signal[np.arange(len(y)), y] += 4.0
-    clear = online_codelength(signal, y, 3, seed=0, groups=groups)
+    # beside a word-type control task (each of 40 types one random label), sent sentence by sentence in the same blocks
+    control_labels = rng.integers(0, 3, 40)[rng.integers(0, 40, len(y))]
+    clear, control = online_codelengths(signal, [y, control_labels], 3, seed=0, groups=groups)
     noisy = online_codelength(noise, y, 3, seed=0, groups=groups)
     assert clear.compression > 2.0 and 0.85 < noisy.compression < 1.1
+    assert control.compression < 1.1 and control.block_ends == clear.block_ends
     assert clear.uniform_bits == pytest.approx(len(y) * np.log2(3))

@@ -9,7 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from support.blobs import blobs
 
 from featx.probing.solvers import softmax
-from featx.probing.solvers.classifiers import logreg_from
+from featx.probing.solvers.classifiers import fit_together, logreg_from
 from featx.probing.solvers.softmax import SoftmaxRegression
 
 
@@ -72,6 +72,25 @@ def test_batched_problems_are_solved_as_if_alone():
         assert together.n_iter[p] == alone.n_iter[0]
         np.testing.assert_array_equal(together.theta[p], alone.theta[0])  # bit for bit
     assert together.converged.all()
+
+
+def test_estimators_fitted_together_are_fitted_as_if_alone():
+    """classifiers.fit_together (the MDL code's real and control probes): each estimator's solution is bit for bit its
+    own fit's, warm starts included, whatever it was batched with; fits of fewer classes form their own batch."""
+    X, y = blobs(k=4, seed=2)
+    labels = [y, np.random.default_rng(3).permutation(y), np.where(y == 3, 2, y) + 5]  # the last: 3 classes, 5..7
+    alone = [SoftmaxRegression(C=C, warm_start=True) for C in (0.1, 1.0, 0.3)]
+    together = [SoftmaxRegression(C=C, warm_start=True) for C in (0.1, 1.0, 0.3)]
+    for C in (None, 2.0):  # a first fit, then one warm-started at another C
+        for model in alone + together:
+            model.set_params(C=C or model.C)
+        for model, target in zip(alone, labels, strict=True):
+            model.fit(X, target)
+        fit_together(together, X, labels)
+        for one, other in zip(alone, together, strict=True):
+            np.testing.assert_array_equal(one.theta_, other.theta_)  # bit for bit
+            assert list(one.classes_) == list(other.classes_) and one.n_iter_[0] == other.n_iter_[0]
+    assert list(together[2].classes_) == [5, 6, 7] and together[0].n_iter_[0] <= 10  # warm-started
 
 
 @pytest.mark.parametrize("joint", [False, True])  # True: no joint product over several matrices, each alone

@@ -58,7 +58,10 @@ def test_grouped_split_resamples_test_groups_and_keeps_curves_and_mdl_grouped(gr
     result = featx.probe(grouped_split_file, label="label", group="doc", train_sizes="0.5,1.0", mdl=True, **QUICK)
     assert result.meta.to_dict()["evaluation"] == "split"
     assert result.meta.to_dict()["group"] == "doc"
-    assert np.isfinite(_probe_row(result).mdl_bits)
+    row = _probe_row(result)
+    assert np.isfinite(row.mdl_bits) and np.isfinite(row.control_mdl_bits)  # the control task's code beside it
+    assert row.mdl_selectivity == pytest.approx(row.control_mdl_bits - row.mdl_bits)
+    assert row.control_mdl_compression == pytest.approx(row.mdl_bits * row.mdl_compression / row.control_mdl_bits)
     assert result.curve is not None and set(result.curve.train_size) == {0.5, 1.0}
 
 

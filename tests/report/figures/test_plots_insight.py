@@ -65,6 +65,11 @@ def test_a_layer_significantly_above_the_chosen_one_gets_a_triangle_not_a_filled
 def test_mdl_panel_and_the_figure_gets_a_third_panel(tmp_path):
     ax = plot_mdl(table())
     assert list(ax.lines[0].get_ydata()) == [1.0, 2.5, 2.3]
+    assert not [line for line in ax.lines if line.get_linestyle() == ":"]  # no control task: no dotted line
+    ax = plot_mdl(table().assign(control_mdl_compression=[1.0, 0.98, 0.99]))  # beside the control task's code
+    dotted = [line for line in ax.lines if line.get_linestyle() == ":"]
+    assert [list(line.get_ydata()) for line in dotted] == [[1.0, 0.98, 0.99]]
+    assert dotted[0].get_color() == ax.lines[0].get_color() and "control task" in dotted[0].get_label()
     with pytest.raises(InputError, match="--mdl"):
         plot_mdl(table().drop(columns=["mdl_bits", "mdl_compression"]))
     fig, written = figure(table(), output=tmp_path / "f.png", formats=("png",))

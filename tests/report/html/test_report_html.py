@@ -47,6 +47,7 @@ def test_every_figure_is_inline_svg_with_how_to_read_it(page):
         "Confusion matrix (layer 0)",
     ]  # the layer of the mean/logreg predictions with the most right rows (no selection recorded)
     assert text.count("<svg") == len(titles) and text.count("How to read this.") == len(titles)
+    assert "the same code on control labels" in text  # the MDL panel's baseline, drawn beside it
     ids = re.findall(r'\bid="([^"]+)"', text)
     assert len(ids) == len(set(ids))  # figure ids prefixed: no clash between figures
 

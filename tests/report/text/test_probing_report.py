@@ -87,6 +87,26 @@ def test_the_stack_rows_c_reads_as_short_as_the_others():
     assert singles == ["1"] * 6  # the single rows' grid value C 1, as before
 
 
+def test_mdl_columns_stand_beside_the_control_tasks_code():
+    """--mdl adds the codelength and compression; with the control task, its compression and the bits the real
+    labels save over it (MDL sel.); without it (--no-control), those two columns are left out."""
+    frame, meta = synthetic_results()
+    frame = frame.assign(is_best=frame["is_best"].astype(bool))
+    probes = frame["kind"] != "majority"
+    frame.loc[probes, ["mdl_bits", "mdl_compression"]] = [500.0, 1.4]
+    frame.loc[probes, ["control_mdl_bits", "control_mdl_compression", "mdl_selectivity"]] = [690.0, 1.01, 190.0]
+    lines = format_table(frame, meta).splitlines()
+    header = next(line for line in lines if line.startswith("pooling"))
+    assert header.split("  ")[-4:] == ["MDL bits", "compr.", "ctl compr.", "MDL sel."]
+    row = next(line for line in lines if line.startswith("mean ")).split()
+    assert row[-4:] == ["500", "1.40", "1.01", "+190"]
+    assert "ctl compr. = the control task's; MDL sel. = control's bits - MDL bits" in lines[-1]
+    frame[["control_mdl_bits", "control_mdl_compression", "mdl_selectivity"]] = float("nan")
+    lines = format_table(frame, meta).splitlines()
+    assert next(line for line in lines if line.startswith("pooling")).endswith("MDL bits  compr.")
+    assert "ctl compr." not in "\n".join(lines)
+
+
 def test_rows_left_out_for_their_split_value_are_not_called_unlabelled():
     """Rows of a split value featx does not use (or of a class --min-class-rows drops) are left out with a note; the
     label line called every row left out one "without a label" (GUM-like corpus: 102 'heldout' rows, all labelled).
@@ -102,8 +122,15 @@ def test_rows_left_out_for_their_split_value_are_not_called_unlabelled():
     split = header_lines(frame, {**meta, "n_missing_labels": 2, "notes": [note]})[1]
     rare = header_lines(frame, {**meta, "n_missing_labels": 3, "notes": ["--min-class-rows 5: dropped 1 class(es)"]})[1]
     assert plain.endswith("), 2 without a label left out")
-    assert split.endswith("), 2 left out (without a label, or as a note above says)")
+    assert split.endswith("), 2 left out (without a label, or as a note above says)")  # a file before n_unlabelled
     assert rare.endswith("), 3 left out (without a label, or as a note above says)")
+    # a run's meta says how many had no label (n_unlabelled), not the notes' words: a note of other words that reads
+    # like one of these (a label file or value named so) no longer makes unlabelled rows "as a note above says"
+    label = {**meta, "n_missing_labels": 2, "notes": ["labels joined from 'x: dropped .csv'"]}
+    assert header_lines(frame, {**label, "n_unlabelled": 2})[1].endswith("), 2 without a label left out")
+    assert header_lines(frame, {**label, "n_unlabelled": 0})[1].endswith("), 2 left out as a note above says")
+    mixed = {**meta, "n_missing_labels": 5, "n_unlabelled": 2, "notes": [note]}
+    assert header_lines(frame, mixed)[1].endswith("), 5 left out (2 without a label, 3 as a note above says)")
 
 
 def test_the_pair_line_says_what_a_pair_b_probe_reads():
