@@ -155,7 +155,10 @@ def test_the_weighted_stack_round_trips(split_features, tmp_path):
     assert np.array_equal(loaded.head.predict_codes([block[test] for block in X]), probed.predictions)
     k = len(loaded.classes)
     meta = np.abs(loaded.head.meta.weights["coef"].T).reshape(k, len(X), k).sum(axis=(0, 2))
-    np.testing.assert_allclose(meta / meta.sum(), probed.layer_weights, rtol=1e-5)  # the meta-classifier's weights
+    # the meta-classifier's weights (uniform when its coefficients are all 0, as run_stack weighs them: the tiny model's
+    # layers carry no topic, and each layer's C chosen by log-loss is the grid's smallest, whose scores are the prior's)
+    weights = meta / meta.sum() if meta.sum() > 0 else np.full(len(X), 1 / len(X))
+    np.testing.assert_allclose(weights, probed.layer_weights, rtol=1e-5)
     for part, c in zip(result.probe.head.parts, (0.01, 0.1, 0.72), strict=True):
         part.C = c  # layers that chose different C: the stack's C is their geometric mean, 0.0896...
     chosen = next(line for line in result.summary() if line.startswith("chosen:"))

@@ -46,7 +46,16 @@ from .plans import (
     tuned_on,
     usable_split,
 )
-from .search import PATH_PATIENCE, PATH_TOL, CPath, search_c, search_logreg
+from .search import (
+    PATH_PATIENCE,
+    PATH_TOL,
+    CPath,
+    log_loss_path,
+    model_log_loss,
+    search_c,
+    search_logreg,
+    validation_log_loss,
+)
 from .selection import CLASSIFICATION_METRICS, METRICS, REGRESSION_METRICS, Scoring, check_metric
 
 __all__ = [
@@ -89,8 +98,10 @@ __all__ = [
     "stratified_group_splits",
     "groups",
     "inner_split",
+    "log_loss_path",
     "make_plan",
     "metrics",
+    "model_log_loss",
     "metrics_from_confusion",
     "plans",
     "regression_metrics",
@@ -111,4 +122,5 @@ __all__ = [
     "t_interval",
     "tuned_on",
     "usable_split",
+    "validation_log_loss",
 ]

@@ -195,19 +195,24 @@ def inner_split(
     y: np.ndarray, rows: np.ndarray, seed: int, groups: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """A stratified (when possible) holdout of the training rows: (fit rows, validation rows); with ``groups``
-    (the group of every row, indexed as ``y``), whole groups are held out."""
+    (the group of every row, indexed as ``y``), whole groups are held out. The same rows give the same holdout
+    whatever codes their classes have: scikit-learn's ``StratifiedShuffleSplit`` draws class by class in the
+    order of their codes, so the classes are coded by first appearance among ``rows`` for it (renaming TREC's
+    classes moved the holdout, and with it one layer's C, from a test accuracy of 0.733 to 0.450)."""
     if groups is not None:
         fit, val = group_holdout(groups[rows], seed, y[rows])
         return rows[fit], rows[val]
     from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
     n_val = max(1, int(round(INNER_HOLDOUT * len(rows))))
-    counts = np.bincount(y[rows])
-    if counts[counts > 0].min() >= 2 and n_val >= np.count_nonzero(counts):
+    _, first, inverse = np.unique(y[rows], return_index=True, return_inverse=True)
+    coded = np.argsort(np.argsort(first))[inverse.ravel()]  # each class's rank by its first row
+    counts = np.bincount(coded)
+    if counts.min() >= 2 and n_val >= len(counts):
         splitter = StratifiedShuffleSplit(n_splits=1, test_size=n_val, random_state=seed)
     else:
         splitter = ShuffleSplit(n_splits=1, test_size=n_val, random_state=seed)
-    fit, val = next(splitter.split(np.zeros(len(rows)), y[rows]))
+    fit, val = next(splitter.split(np.zeros(len(rows)), coded))
     return rows[np.sort(fit)], rows[np.sort(val)]
 
 

@@ -114,11 +114,12 @@ def validation_split(transform, X_train, y, train, dev, fit_and_val):
 
 
 def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int, groups=None):
-    """C by the probes' rule: the dev part, else a seeded stratified holdout of the training part; the
-    path over the whole grid (smallest C first), ties to the smaller C. Each C of the path starts from the
-    previous C's weights. Unlike the probes' paths it never stops early: TF-IDF rows are not standardised,
-    so the strongly regularised end of the grid is a flat stretch whose near-tied intercepts can beat the
-    holdout's majority class by chance, and a stopping rule would stop there, short of the Cs that fit.
+    """C by the probes' rule: the lowest validation log-loss (``evaluation.validation_log_loss``) on the dev
+    part, else on a seeded stratified holdout of the training part; the path over the whole grid (smallest C
+    first), ties to the smaller C. Each C of the path starts from the previous C's weights. Unlike the probes'
+    paths it never stops early: TF-IDF rows are not standardised, so the strongly regularised end of the grid
+    is a flat stretch where the loss barely moves, and a stopping rule could stop there, short of the Cs that
+    fit.
     ``X_train``: sparse, or ``SparseRows`` with a dev part. Returns the C and the path's fit at it (None: a
     single C and no dev part), from which the caller's fit on the whole training part starts."""
     if dev is None and len(cs) == 1:
@@ -131,12 +132,12 @@ def choose_c(transform, X_train, y, train, dev, cs, balanced: bool, seed: int, g
     from ..solvers.softmax_sparse import SparseRows
 
     rows = SparseRows.of(X_fit)  # converted once for the whole path
-    path = ev.CPath(y_val)
+    path = ev.log_loss_path()
     model = logistic(float(cs[0]), balanced, warm_start=True)
     for C in sorted(cs):
         model.set_params(C=C)
         model.fit(rows, y_fit)
-        path.record(C, float(np.mean(model.predict(X_val) == y_val)), lambda: copy.deepcopy(model))
+        path.record(C, -ev.model_log_loss(model, X_val, y_val, balanced), lambda: copy.deepcopy(model))
     assert path.best_c is not None
     return float(path.best_c), path.best_state
 

@@ -107,7 +107,11 @@ def test_erase_brings_every_layer_to_chance_and_keeps_the_other_label(planted_fi
     table = result.table
     assert list(table.layer) == [0, 1, 2] and (table.before > 0.9).all()
     assert table.at_chance.all() and (table.after < 0.7).all()
-    assert (table.p_holm < 0.05).all() and (table["rank"] == 1).all() and (table.moved > 0).all()
+    assert (table["rank"] == 1).all() and (table.moved > 0).all()
+    # Layer 0's probe is right on every row before and predicts one class after (C chosen by log-loss: the prior is
+    # all the erased features leave) in each of the 3 folds: equal differences get the exact sign test, whose
+    # smallest p over 3 folds is 0.25; the others vary by fold and their corrected t-test holds.
+    assert table.p.iloc[0] == pytest.approx(0.25) and (table.p_holm.iloc[1:] < 0.05).all()
     assert (table.random_after > 0.9).all()  # one random direction leaves the planted one: the control
     low, high = table.random_after_low, table.random_after_high
     assert ((low <= table.random_after) & (table.random_after <= high)).all()

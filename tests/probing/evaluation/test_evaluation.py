@@ -65,7 +65,8 @@ def test_metrics_match_scikit_learn():
 
 
 def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
-    """Tiny Cs all predict the majority class; the path must not stop on that plateau."""
+    """Tiny Cs all predict the majority class; the path must not stop on that plateau (svm, chosen by accuracy).
+    Logreg's path, chosen by log-loss, gets past it too: its loss moves with every C."""
     rng = np.random.default_rng(0)
     y = (rng.random(300) < 0.15).astype(int)  # 15% minority class
     X = rng.normal(size=(300, 20)).astype(np.float32)
@@ -79,8 +80,10 @@ def test_c_search_gets_past_the_majority_plateau_on_imbalanced_data():
     np.testing.assert_array_equal(held, model.predict(X[val_rows]))  # the validation predictions at that C
     [(C, theta, offsets, held)] = ev.search_logreg(X, [y], fit_rows, val_rows, 2, cs, balanced=False)
     assert C > 1e-3
-    np.testing.assert_array_equal(held, np.argmax(X[val_rows] @ theta[:-1] + theta[-1], axis=1))
-    assert np.mean(held == y[val_rows]) > majority
+    scores = X[val_rows] @ theta[:-1] + theta[-1]
+    np.testing.assert_array_equal(held, np.argmax(scores, axis=1))
+    prior = np.bincount(y[fit_rows]) / len(fit_rows)  # the intercept-only probe the tiny Cs approach
+    assert ev.validation_log_loss(scores, y[val_rows], False) < -np.mean(np.log(prior[y[val_rows]])) - 0.01
 
 
 def test_cv_folds_partition_the_rows_and_keep_every_class_in_training():
@@ -115,6 +118,34 @@ def test_inner_split_stays_inside_the_training_part():
     fit_rows, val_rows = ev.inner_split(y, rows, seed=0)
     assert set(fit_rows.tolist()) | set(val_rows.tolist()) <= set(rows.tolist())
     assert not set(fit_rows.tolist()) & set(val_rows.tolist()) and len(val_rows) > 0
+    # The same rows give the same holdout however their classes are coded (renamed, listed in another order).
+    y = np.random.default_rng(1).integers(0, 5, 157)
+    renamed = np.array([3, 0, 4, 1, 2])[y]
+    for a, b in zip(ev.inner_split(y, np.arange(157), 0), ev.inner_split(renamed, np.arange(157), 0), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_logreg_chooses_c_by_validation_log_loss_whatever_the_class_codes():
+    """Held-out rows every C classifies right tie on accuracy (the smallest C won); their log-loss still falls
+    with C, and chooses. Recoding the classes changes neither the C nor the predictions."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 30)
+    X = rng.normal(size=(90, 6)).astype(np.float32)
+    X[np.arange(90), y] += 4.0  # each class far along its own feature: every C classifies the holdout right
+    cs = (1e-3, 1e-2, 1e-1, 1.0)
+    fitted = core.fit_logreg(X, [y], np.arange(90), None, 3, cs, False, 0)
+    [(_, _, C, (val_rows, held))] = fitted
+    assert np.mean(held == y[val_rows]) == 1.0
+    assert cs[0] < C  # accuracy tied at every C and chose the smallest
+    recode = np.array([2, 0, 1])
+    [(_, _, C_other, (val_other, held_other))] = core.fit_logreg(X, [recode[y]], np.arange(90), None, 3, cs, False, 0)
+    assert C_other == C
+    np.testing.assert_array_equal(val_other, val_rows)
+    np.testing.assert_array_equal(held_other, recode[held])
+    # The loss: each row's -log softmax of its class; balanced, every class weighs the same in the mean.
+    scores, labels = np.log([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]), np.array([0, 0, 1])
+    assert ev.validation_log_loss(scores, labels, False) == pytest.approx(-np.log([0.5, 0.9, 0.8]).mean())
+    assert ev.validation_log_loss(scores, labels, True) == pytest.approx((-np.log([0.5, 0.9]).mean() - np.log(0.8)) / 2)
 
 
 def test_scaler_uses_only_the_rows_it_is_given():

@@ -287,8 +287,8 @@ def test_a_lexical_folds_error_comes_back_as_the_runs_note():
 
 
 def test_the_warm_started_c_path_chooses_as_fits_from_zeros_would():
-    """The C path starts each C from the previous C's weights; the validation scores, and so the C chosen,
-    are those of a fit from zeros at every C (here, on 100 texts: to the row)."""
+    """The C path starts each C from the previous C's weights; the validation log-losses, and so the C chosen,
+    are those of a fit from zeros at every C (here, on 100 texts)."""
     from featx.probing import evaluation as ev
     from featx.probing.tasks import lexical
 
@@ -300,10 +300,10 @@ def test_the_warm_started_c_path_chooses_as_fits_from_zeros_would():
     X_train = transform(train)
     grid = (1e-2, 1e-1, 1.0, 10.0, 100.0)
     fit_rows, val_rows = ev.inner_split(y[train], np.arange(len(train)), 0)
-    by_hand = ev.CPath(y[train][val_rows])
+    by_hand = ev.log_loss_path()
     for C in grid:
         model = LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[train][fit_rows])
-        by_hand.record(C, float(np.mean(model.predict(X_train[val_rows]) == y[train][val_rows])), lambda: None)
+        by_hand.record(C, -ev.model_log_loss(model, X_train[val_rows], y[train][val_rows], False), lambda: None)
     chosen, start = lexical.choose_c(transform, X_train, y, train, None, grid, False, 0)
     assert chosen == by_hand.best_c
     assert chosen == start.C  # the path's fit at the C chosen, where the fit on the whole training part starts
@@ -323,10 +323,10 @@ def test_with_a_dev_part_the_path_and_the_final_fit_share_the_training_rows():
     grid = (1e-2, 1e-1, 1.0, 10.0, 100.0)
     transform = lexical.featuriser(texts, train)
     X_train, X_dev = transform(train), transform(dev)
-    by_hand = ev.CPath(y[dev])
+    by_hand = ev.log_loss_path()
     for C in grid:
         model = LogisticRegression(C=C, max_iter=1000).fit(X_train, y[train])
-        by_hand.record(C, float(np.mean(model.predict(X_dev) == y[dev])), lambda: None)
+        by_hand.record(C, -ev.model_log_loss(model, X_dev, y[dev], False), lambda: None)
     expected = LogisticRegression(C=by_hand.best_c, max_iter=1000).fit(X_train, y[train]).predict(transform(test))
     result = lexical.classify_fold(texts, y, train, test, dev, grid, False, 0)
     assert by_hand.best_c == result.C
@@ -334,10 +334,10 @@ def test_with_a_dev_part_the_path_and_the_final_fit_share_the_training_rows():
 
 
 def test_the_c_path_walks_the_whole_grid_past_a_flat_strongly_regularised_stretch():
-    """TF-IDF rows are not standardised: at the small Cs of the probes' grid the fits are a flat stretch whose
-    near-tied intercepts beat the holdout's majority class by chance (0.61 here, the majority 0.33), and a
-    stopping rule stopped the path there, leaving a baseline near the majority class. The path walks the whole
-    grid and chooses where scikit-learn's fits from zeros score best on the holdout (ties to the smaller C)."""
+    """TF-IDF rows are not standardised: at the small Cs of the probes' grid the fits are a flat stretch (a
+    holdout log-loss within 0.02 of the prior's 1.10 here), where a stopping rule with the probes' patience
+    could stop short of the Cs that fit. The path walks the whole grid and chooses where scikit-learn's fits
+    from zeros give the holdout its lowest log-loss."""
     from featx.probing import evaluation as ev
     from featx.probing.tasks import lexical
 
@@ -355,11 +355,11 @@ def test_the_c_path_walks_the_whole_grid_past_a_flat_strongly_regularised_stretc
     X_train = transform(train)
     grid = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
     fit_rows, val_rows = ev.inner_split(y, train, 0)
-    scores = [
-        np.mean(LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[fit_rows]).predict(X_train[val_rows])
-                == y[val_rows])
+    losses = [
+        ev.model_log_loss(LogisticRegression(C=C, max_iter=1000).fit(X_train[fit_rows], y[fit_rows]),
+                          X_train[val_rows], y[val_rows], False)
         for C in grid
     ]  # fmt: skip
-    assert scores[0] == scores[1] == scores[2] < max(scores)  # the flat stretch, then better Cs
+    assert max(losses[:3]) - min(losses[:3]) < 0.02 < losses[2] - min(losses)  # the flat stretch, then better Cs
     chosen, start = lexical.choose_c(transform, X_train, y, train, None, grid, False, 0)
-    assert chosen == grid[int(np.argmax(scores))] == start.C
+    assert chosen == grid[int(np.argmin(losses))] == start.C
