@@ -115,24 +115,27 @@ def cross_validate(
     X, y: np.ndarray, classes: list[str] | None, folds, metric: str, fit_head, groups: np.ndarray | None = None
 ) -> list[float]:
     """The score of each fold: a head trained on the fold's training part (``groups``: its rows' groups, which
-    its holdouts keep whole), scored on the rest."""
+    its holdouts keep whole), scored on the rest. ``fit_head(X_part, y_part, groups_part, fit_rows)``."""
     scores = []
     for fit_rows, val_rows in folds:
-        head = fit_head(take(X, fit_rows), y[fit_rows], None if groups is None else groups[fit_rows])
+        head = fit_head(take(X, fit_rows), y[fit_rows], None if groups is None else groups[fit_rows], fit_rows)
         predicted = head.predict_codes(take(X, val_rows))
         scores.append(score_of(metric, y[val_rows], predicted, None if classes is None else len(classes)))
     return scores
 
 
-def fit_any(classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict, dev=None, groups=None):
+def fit_any(
+    classifier: str, X, y: np.ndarray, classes: list[str] | None, options: dict, dev=None, groups=None, strata=None
+):
     """``head.fit_head`` on one matrix (``dev``: its fixed validation rows), ``stack.fit_stack`` on a stack's
-    list of per-layer matrices; ``groups``: each row's group (``--group``), held out whole."""
+    list of per-layer matrices; ``groups``: each row's group (``--group``), held out whole; ``strata``: the labels
+    a logreg head's C holdout is drawn on (the control task's head: the real labels)."""
     if isinstance(X, list):
         assert classes is not None, "a stack is a classification head"
         return fit_stack(classifier, X, y, classes, options["cs"], options["balanced"], options["seed"], groups)
     cs, alphas, balanced, seed = options["cs"], options["alphas"], options["balanced"], options["seed"]
     level = options.get("level", "sentence")
-    return heads.fit_head(classifier, X, y, classes, cs, alphas, balanced, seed, dev, groups, level=level)
+    return heads.fit_head(classifier, X, y, classes, cs, alphas, balanced, seed, dev, groups, level, strata)
 
 
 def score_candidate(
@@ -147,7 +150,7 @@ def score_candidate(
     from ..store import FeatureFile
     from .features import matrix_reader
 
-    def fit_head(X_part, y_part, groups_part):
+    def fit_head(X_part, y_part, groups_part, _rows):
         return fit_any(options["classifier"], X_part, y_part, classes, options, groups=groups_part)
 
     read = matrix_reader(options.get("level", "sentence"))

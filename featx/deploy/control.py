@@ -3,7 +3,8 @@
 ``featx probe``'s control labels (``probing.permuted_control``: a sentence label or a number permuted over the rows
 with its seeded draw; ``probing.type_control``: each word type, an arc's dependent's, one random class drawn from
 the training classes) are learnt by the chosen layer and pooling's head, fitted by the very code that fits the
-saved head, on the same rows: with a test split, on the training rows (the val rows choosing its C or alpha where
+saved head, on the same rows (a logreg's C holdout drawn on the real labels, as probe's joint solve draws it):
+with a test split, on the training rows (the val rows choosing its C or alpha where
 they choose the saved head's) and scored on the test rows; without one, over the folds the candidates were scored
 on, each fitted on its fold's training part and scored on its held-out part. Only the chosen candidate gets one (one
 head's fit, or one per fold), not every candidate as in ``featx probe``. A head selector has none: its baselines are
@@ -54,7 +55,8 @@ def held_out_control(plan, X: Any, options: dict, dev: np.ndarray | None, groups
     if y_control is None:
         return None
     classifier = options["classifier"]
-    head = fit_any(classifier, take(X, plan.train), y_control[plan.train], plan.classes, options, dev, groups)
+    y_train, strata = y_control[plan.train], _strata(plan, plan.train)
+    head = fit_any(classifier, take(X, plan.train), y_train, plan.classes, options, dev, groups, strata)
     k = None if plan.classes is None else len(plan.classes)
     return _finite(score_of(plan.metric, y_control[plan.test], head.predict_codes(take(X, plan.test)), k))
 
@@ -67,8 +69,11 @@ def cv_control(plan, X: Any, folds: list, options: dict, groups: np.ndarray | No
     if y_control is None:
         return None
 
-    def fit_head(X_part, y_part, groups_part):
-        return fit_any(options["classifier"], X_part, y_part, plan.classes, options, groups=groups_part)
+    real = _strata(plan, plan.train)
+
+    def fit_head(X_part, y_part, groups_part, rows):
+        strata = None if real is None else real[rows]
+        return fit_any(options["classifier"], X_part, y_part, plan.classes, options, groups=groups_part, strata=strata)
 
     X_train, y_train = take(X, plan.train), y_control[plan.train]
     scores = np.asarray(cross_validate(X_train, y_train, plan.classes, folds, plan.metric, fit_head, groups))
@@ -84,6 +89,12 @@ def control_text(score: float | None, real: float, probe, where: str = "") -> st
         return f"control task ({control_name(probe)}): undefined{where}"
     selectivity = f"; selectivity {real - score:+.4f}" if np.isfinite(real) else ""
     return f"control task ({control_name(probe)}): {score:.4f}{where}{selectivity}"
+
+
+def _strata(plan, rows: np.ndarray) -> np.ndarray | None:
+    """The real labels of ``rows``, which a logreg control head's C holdout is drawn on, as ``featx probe`` solves
+    the control task with the real labels and one holdout drawn on theirs; None for numbers."""
+    return None if plan.classes is None else np.asarray(plan.y)[rows]
 
 
 def _finite(value: float) -> float | None:

@@ -81,6 +81,7 @@ def fit_head(
     dev: np.ndarray | None = None,
     groups: np.ndarray | None = None,
     level: str = "sentence",
+    strata: np.ndarray | None = None,
 ) -> Head:
     """Train a head on exactly these rows (``X``, ``y``): the scaler, the C (or alpha) search on a holdout of
     them, then the final fit on all of them. ``classes`` None: regression (``y`` numbers), else ``y`` are codes
@@ -88,7 +89,8 @@ def fit_head(
     the other rows and its C (alpha) chosen, or an mlp early-stopped, on these, as ``featx probe`` does.
     ``groups``: each row's group (``--group``, a word's sentence): without ``dev``, the holdout that chooses C
     (alpha), or early-stops an mlp, takes whole groups. ``level`` "word" or "arc": an svm or mlp head is fitted by
-    ``featx probe``'s word probes' own function (``probing.fit_word_head``)."""
+    ``featx probe``'s word probes' own function (``probing.fit_word_head``). ``strata``: a logreg's C holdout drawn
+    on these labels (the control task's head: on the real labels, as probe's joint solve draws it)."""
     rows = np.arange(len(X)) if dev is None else np.setdiff1d(np.arange(len(X)), dev)
     if level in ("word", "arc") and classifier in ("svm", "mlp"):
         assert classes is not None
@@ -105,7 +107,7 @@ def fit_head(
         head = _fit_mlp(X, y, rows, dev, len(classes), balanced, seed, groups)
         head.classes = list(classes)
         return head
-    model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed, groups)
+    model, scaler, C, _ = fit_linear(classifier, X, y, rows, dev, tuple(cs), balanced, seed, groups, strata)
     weights = linear_weights(model, len(classes))
     return Head(classifier, scaler.mean, scaler.scale, weights, list(classes), float(C))
 

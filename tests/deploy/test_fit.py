@@ -218,7 +218,8 @@ def test_candidates_scored_side_by_side_give_the_same_choice_and_scores(split_fe
 
 def test_the_lexical_baseline_stands_beside_the_test_score(fitted, split_features):
     # the same rows, fold and C rule as featx probe's lexical row (this file has no dev part): the same score
-    probed = featx.probe(split_features, label="label", layers="0", poolings="mean", write=False, jobs=1)
+    chosen = dict(layers=fitted.chosen.spec.name, poolings=fitted.chosen.pooling)
+    probed = featx.probe(split_features, label="label", **chosen, write=False, jobs=1)
     lexical = probed.table[probed.table.kind == "lexical"].iloc[0]
     assert fitted.test["lexical"] == pytest.approx(lexical.accuracy, abs=1e-12)
     assert fitted.test["lexical_low"] <= fitted.test["lexical"] <= fitted.test["lexical_high"]
@@ -231,7 +232,6 @@ def test_the_lexical_baseline_stands_beside_the_test_score(fitted, split_feature
     # the control task of the chosen layer and pooling: featx probe's control labels, learnt by the same head on the
     # same rows, so probe's control_accuracy (fit printed no control task)
     single = probed.table[probed.table.kind == "single"].iloc[0]
-    assert fitted.chosen.spec.name == "0" and fitted.chosen.pooling == "mean"
     assert fitted.test["control"] == pytest.approx(single.control_accuracy, abs=1e-12)
     assert fitted.test["score"] == pytest.approx(single.accuracy, abs=1e-12)
     line = next(line for line in fitted.summary() if line.startswith("control task"))

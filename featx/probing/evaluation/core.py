@@ -81,7 +81,16 @@ def preconditioner_of(X_fit: np.ndarray):
 
 
 def fit_logreg(
-    X: np.ndarray, labels: list[np.ndarray], train: np.ndarray, dev, n_classes: int, cs, balanced, seed, groups=None
+    X: np.ndarray,
+    labels: list[np.ndarray],
+    train: np.ndarray,
+    dev,
+    n_classes: int,
+    cs,
+    balanced,
+    seed,
+    groups=None,
+    strata: np.ndarray | None = None,
 ):
     """Scaler + C search + final fit for several label vectors on the same training part, solved
     together (e.g. the real labels and the control task's). Returns [(model, scaler, C, validation)] per
@@ -89,7 +98,8 @@ def fit_logreg(
 
     The inner holdout is stratified on the first vector's labels and shared by all of them (with ``groups``,
     the group of every row, whole groups held out); it is drawn even for a single C, whose holdout score is
-    what the best layer is chosen on.
+    what the best layer is chosen on. ``strata`` (indexed as the labels): the labels it is stratified on instead,
+    as ``featx fit``'s control head, fitted alone, draws it on the real labels as probe's joint solve does.
     """
     scaler = fit_scaler(X, train)
     if dev is not None:
@@ -105,7 +115,8 @@ def fit_logreg(
         ]
     Xs = scaler(X[train])
     targets = [y[train] for y in labels]
-    fit_rows, val_rows = inner_split(targets[0], np.arange(len(train)), seed, _within(groups, train))
+    drawn_on = targets[0] if strata is None else strata[train]
+    fit_rows, val_rows = inner_split(drawn_on, np.arange(len(train)), seed, _within(groups, train))
     return final_logreg(Xs, targets, fit_rows, val_rows, n_classes, cs, balanced, scaler, train)
 
 
@@ -165,10 +176,13 @@ def _within(groups: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
     return None if groups is None else groups[rows]
 
 
-def fit_linear(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed, groups=None):
-    """Scaler + C search + final fit, all on the training part; returns (model, scaler, C, validation)."""
+def fit_linear(
+    name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, dev, cs, balanced, seed, groups=None, strata=None
+):
+    """Scaler + C search + final fit, all on the training part; returns (model, scaler, C, validation).
+    ``strata``: a logreg's inner holdout drawn on these labels (``fit_logreg``); an svm's is drawn on its own."""
     if name == "logreg":
-        return fit_logreg(X, [y], train, dev, int(y.max()) + 1, cs, balanced, seed, groups)[0]
+        return fit_logreg(X, [y], train, dev, int(y.max()) + 1, cs, balanced, seed, groups, strata)[0]
     scaler = fit_scaler(X, train)
     if dev is not None:
         rows = np.concatenate([train, dev])

@@ -148,6 +148,22 @@ def test_logreg_chooses_c_by_validation_log_loss_whatever_the_class_codes():
     assert ev.validation_log_loss(scores, labels, True) == pytest.approx((-np.log([0.5, 0.9]).mean() - np.log(0.8)) / 2)
 
 
+def test_a_control_fitted_alone_draws_its_holdout_on_the_strata_as_the_joint_solve_does():
+    # featx fit's control head is fitted alone; probe solves it with the real labels, one holdout drawn on theirs
+    from support.blobs import blobs
+
+    X, y = blobs(n=120, d=6, k=3, seed=2)
+    y_control = np.random.default_rng(7).permutation(y)
+    train, cs = np.arange(120), (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+    joint = core.fit_logreg(X, [y, y_control], train, None, 3, cs, False, 0)[1]
+    alone = core.fit_linear("logreg", X, y_control, train, None, cs, False, 0, strata=y)
+    own = core.fit_linear("logreg", X, y_control, train, None, cs, False, 0)
+    np.testing.assert_array_equal(alone[3][0], joint[3][0])  # the same holdout rows
+    assert not np.array_equal(own[3][0], joint[3][0])  # drawn on the control labels: other rows
+    assert alone[2] == joint[2]
+    np.testing.assert_allclose(alone[0].coef_, joint[0].coef_, rtol=1e-3, atol=1e-4)
+
+
 def test_scaler_uses_only_the_rows_it_is_given():
     X = np.arange(20, dtype=np.float32).reshape(10, 2)
     scaler = ev.fit_scaler(X, np.arange(5))
