@@ -95,7 +95,7 @@ def _full_at_copy(monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(shutil, "copyfile", full)
+    monkeypatch.setattr(shutil, "copyfileobj", full)
 
 
 # (case, command, the fault once the work is done, the path named, the files the folder may hold after)
