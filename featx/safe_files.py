@@ -171,7 +171,15 @@ def new_file_mode() -> int:
 
 
 LINK_HINT = "remove the link (someone may have planted it), or choose another output folder"
-TEMPORARY_EXTRA = len("..XXXXXXXX.tmp")  # atomic_write's temporary's name is this many bytes longer than the file's
+
+
+def temporary_extra(suffix: str = ".tmp") -> int:
+    """How many bytes longer than the file's name is the name of ``atomic_write``'s temporary (``suffix`` its own):
+    ``.NAME.XXXXXXXX`` and the suffix."""
+    return len(f"..XXXXXXXX{suffix}")
+
+
+TEMPORARY_EXTRA = temporary_extra()  # atomic_write's temporary's name is this many bytes longer than the file's
 
 
 def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_HINT) -> Path:

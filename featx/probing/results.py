@@ -166,23 +166,24 @@ def probe_names(features_path: Path, label: str | None, output: str | Path | Non
     return [side_path(results_paths(Path(features_path), str(label or ""), output)[0], "predictions")]
 
 
-def check_name_length(paths: Iterable[Path]) -> None:
+def check_name_length(paths: Iterable[Path], extra: int = TEMPORARY_EXTRA, placeholder: str = "PREFIX") -> None:
     """Before any work: the longest name among ``paths``, the files a run writes (named after the label, or -o),
-    fits its folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux) with the bytes its temporary file's
-    name adds (``safe_files.TEMPORARY_EXTRA``: each is written through one), rather than failing with "File name
-    too long" once the work is done. Probe, neurons and the sweep check their names here."""
+    fits its folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux) with the ``extra`` bytes its temporary
+    file's name adds (``safe_files.TEMPORARY_EXTRA``: each is written through one; ``temporary_extra(suffix)`` for
+    another suffix), rather than failing with "File name too long" once the work is done. Probe, neurons, the sweep
+    and erase check their names here; the hint names -o's ``placeholder``."""
     longest = max((Path(path) for path in paths), key=lambda path: len(os.fsencode(path.name)))
     try:
         limit = os.pathconf(existing_folder(longest), "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
-    size, room = len(os.fsencode(longest.name)), limit - TEMPORARY_EXTRA
+    size, room = len(os.fsencode(longest.name)), limit - extra
     if size > room:
         shown_name = f"{longest.name[:40]}...{longest.name[-20:]}"
         raise InputError(
             f"the results would be named {shown_name}, {size} bytes: more than the {room} a results file name may "
-            f"have here (the {limit} of a file name, less {TEMPORARY_EXTRA} for the temporary file it is written as)",
-            f"give them a shorter name with {spoken_value(None, 'output', Placeholder('PREFIX'), '-o')}",
+            f"have here (the {limit} of a file name, less {extra} for the temporary file it is written as)",
+            f"give them a shorter name with {spoken_value(None, 'output', Placeholder(placeholder), '-o')}",
         )
 
 

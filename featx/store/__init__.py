@@ -21,7 +21,7 @@ namespace on purpose: its keys read best as ``schema.CORPUS_SHA``.
 """
 
 from . import schema
-from .derived import derived_record, write_derived
+from .derived import DERIVED_SUFFIX, derived_record, write_derived
 from .finite import FeatureRead, finite_rows
 from .hdf5 import CHUNK_BYTES, allocated_rows, open_file_count
 from .lock import OutputLock
@@ -57,6 +57,7 @@ from .writer import FeatureWriter, add_label_columns, remove_stale_additions, re
 
 __all__ = [
     "CHUNK_BYTES",
+    "DERIVED_SUFFIX",
     "FORMAT_NAME",
     "FeatureFile",
     "FeatureRead",

@@ -28,6 +28,7 @@ from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
+DERIVED_SUFFIX = ".writing"  # the derived file's temporary is .NAME.XXXXXXXX.writing (safe_files.temporary_extra)
 
 
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:
@@ -63,7 +64,7 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
             _write_pooled(dst, pooled, layers, int(src.attrs[s.N_ROWS]))
 
     try:
-        atomic_write(output, write, readable=True, suffix=".writing")
+        atomic_write(output, write, readable=True, suffix=DERIVED_SUFFIX)
     except OSError as err:
         raise write_failure(err, output, write_hint(again=False)) from None
     return output

@@ -10,8 +10,10 @@ import pandas as pd
 
 from ...errors import InputError
 from ...options import on_command_line, spoken_value
-from ...safe_files import atomic_write_text, is_hdf5_file, refuse_replacing
-from ...store import escape_name
+from ...safe_files import TEMPORARY_EXTRA, atomic_write_text, is_hdf5_file, refuse_replacing, temporary_extra
+from ...store import DERIVED_SUFFIX, escape_name
+
+SIDE_FILES = ("erase.csv", "amnesic.csv", "erase.json", "erasers.npz")  # written beside the erased file
 
 
 def default_output(source: Path, label: str, method: str) -> Path:
@@ -30,6 +32,11 @@ def check_output(source: Path, output: Path, overwrite: bool) -> None:
     if not output.parent.exists():
         hint = "create it first, or choose another " + ("-o" if cli else "output")
         raise InputError(f"directory {output.parent} does not exist", hint)
+    from ..results import check_name_length
+
+    # named after the label by default: "File name too long" came once every eraser was fitted
+    check_name_length([output], temporary_extra(DERIVED_SUFFIX), "PATH")  # written through .NAME.XXXXXXXX.writing
+    check_name_length([side_file(output, suffix) for suffix in SIDE_FILES], TEMPORARY_EXTRA, "PATH")
 
 
 def side_file(output: Path, suffix: str) -> Path:

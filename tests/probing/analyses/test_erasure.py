@@ -228,6 +228,19 @@ def test_not_a_features_file_and_clobbering_are_refused(planted_file, tmp_path):
     assert refused.exit_code == 2 and "--overwrite" in refused.output
 
 
+def test_the_erased_file_name_leaves_room_for_its_writing_temporary(planted_file, tmp_path):
+    """The erased file is written through ``.NAME.XXXXXXXX.writing``, 18 bytes longer than its name (not the 14 of
+    a ``.tmp``): a name of 238 bytes fits 255 less 14 but failed with "File name too long" once every eraser was
+    fitted. (Its tables, ``a.erase.csv``..., are named without the suffix: short here.)"""
+    from featx.errors import InputError
+    from featx.probing.analyses.erase_paths import check_output
+
+    check_output(planted_file, tmp_path / ("a." + "b" * 235), overwrite=False)  # 237 bytes: fits
+    with pytest.raises(InputError, match=r"238 bytes: more than the 237 .* less 18 for the temporary") as error:
+        check_output(planted_file, tmp_path / ("a." + "b" * 236), overwrite=False)
+    assert error.value.hint.endswith(" PATH")  # -o names the erased file, not a prefix
+
+
 @pytest.mark.slow
 def test_derived_file_drops_token_states_and_other_sites(tiny_model, tmp_path):
     from support.tiny import SENTENCES, write_csv

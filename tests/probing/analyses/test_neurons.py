@@ -170,9 +170,9 @@ def test_results_that_exist_are_refused_without_overwrite_before_any_ranking(pla
 
 
 def test_a_label_too_long_for_a_file_name_is_refused_before_any_work(planted_file, tmp_path):
-    """neurons and the sweep name their files after the label, as probe does: a 240-character label failed with
-    "File name too long" once every probe had run. They measure their longest name with probe's one check
-    (``results.check_name_length``) before any work."""
+    """neurons, the sweep and erase (``<stem>.erased-<label>-<method>.h5`` and its tables) name their files after the
+    label, as probe does: a 240-character label failed with "File name too long" once every probe had run. They
+    measure their longest name with probe's one check (``results.check_name_length``) before any work."""
     import h5py
 
     copy, label = tmp_path / "p.h5", "y" * 240
@@ -180,11 +180,12 @@ def test_a_label_too_long_for_a_file_name_is_refused_before_any_work(planted_fil
     with h5py.File(copy, "r+") as file:  # column a under a long name, as a corpus's header may give it
         file.move("labels/a", f"labels/{label}")
         file[f"labels/{label}"].attrs["column"] = label
-    for command in (["neurons"], ["probe", "--sweep"]):
+    commands = ((["neurons"], "PREFIX", 241), (["probe", "--sweep"], "PREFIX", 241), (["erase", "--amnesic", "none"], "PATH", 237))
+    for command, placeholder, room in commands:  # erase's file is written as .NAME.XXXXXXXX.writing: 18 more bytes
         result = CliRunner().invoke(main, [*command, str(copy), "--label", label, "--layer", "1"])
         assert result.exit_code == 2, result.output
-        assert "bytes: more than the 241 a results file name may have here" in result.output, result.output
-        assert "hint: give them a shorter name with -o PREFIX" in result.output
+        assert f"bytes: more than the {room} a results file name may have here" in result.output, result.output
+        assert f"hint: give them a shorter name with -o {placeholder}" in result.output
     assert sorted(path.name for path in tmp_path.iterdir()) == ["p.h5"]
 
 
