@@ -103,7 +103,7 @@ def _check_width(edit: Intervention, what: str, width: int, model: ModelInfo) ->
         )
 
 
-def _erase_meta(path: Path) -> dict:
+def _erase_meta(path: Path, kind: str) -> dict:
     stem = path.name[: -len(".erasers.npz")] if path.name.endswith(".erasers.npz") else path.stem
     side = path.with_name(f"{stem}.erase.json")
     try:  # a regular file of bounded size: never a link's target, never a FIFO to block on
@@ -112,15 +112,15 @@ def _erase_meta(path: Path) -> dict:
         meta = None
     if not isinstance(meta, dict):
         raise InputError(
-            f"--intervene erase: {side} (written by featx erase beside {path.name}) is missing or unreadable, so "
+            f"--intervene {kind}: {side} (written by featx erase beside {path.name}) is missing or unreadable, so "
             "the model the erasers were fitted for is unknown",
             "keep the .erase.json beside the .erasers.npz, or run featx erase again",
         )
     return meta
 
 
-def _read_erasers(path: Path) -> dict[str, np.ndarray]:
-    """The arrays of an erasers file: a regular file (not a FIFO to block on), a zip of ``.npy`` arrays whose
+def _read_erasers(path: Path, kind: str) -> dict[str, np.ndarray]:
+    """The arrays of an erasers file (of ``--intervene KIND:``, erase or random, as the messages name it): a regular file (not a FIFO to block on), a zip of ``.npy`` arrays whose
     declared sizes are bounded before any is inflated, never unpickled."""
     try:
         if not path.is_file():
@@ -134,13 +134,13 @@ def _read_erasers(path: Path) -> dict[str, np.ndarray]:
         # numpy refuses a pickle (or an array of objects) and advises allow_pickle, which featx never gives
         why = "it holds pickled Python objects, which featx never loads" if "pickle" in str(err) else str(err)
         raise InputError(
-            f"--intervene erase: {path} is not an erasers file of featx erase ({why})",
+            f"--intervene {kind}: {path} is not an erasers file of featx erase ({why})",
             "give the .erasers.npz that featx erase wrote",
         ) from None
     for name, array in arrays.items():  # a cast would drop an imaginary part, or read numbers out of texts
         if array.dtype.kind not in "fiub":
             raise InputError(
-                f"--intervene erase: {path}'s {name} is an array of {array.dtype}, not of real numbers",
+                f"--intervene {kind}: {path}'s {name} is an array of {array.dtype}, not of real numbers",
                 "give the .erasers.npz that featx erase wrote",
             )
     return {name: np.asarray(array, np.float64) for name, array in arrays.items()}
@@ -149,13 +149,13 @@ def _read_erasers(path: Path) -> dict[str, np.ndarray]:
 def erase_map(edit: Intervention, model: ModelInfo) -> EditMap:
     """The eraser at ``edit.layer`` (and pooling) of a ``featx erase`` erasers file."""
     assert edit.source is not None
-    meta = _erase_meta(edit.source)
+    meta = _erase_meta(edit.source, edit.kind)
     recorded_sha = meta.get("model_sha256")
     if (recorded_sha and recorded_sha != model.weights_sha256) or (
         not recorded_sha and meta.get("model") != model.name
     ):
         raise _other_model(edit, "erasers file", meta.get("model"), model)
-    arrays = _read_erasers(edit.source)
+    arrays = _read_erasers(edit.source, edit.kind)
     keys = sorted({name.rsplit("/", 1)[0] for name in arrays})
     at_layer = [key for key in keys if key.rsplit("/", 1)[-1] == str(edit.layer)]
     if edit.target is not None:
@@ -163,10 +163,10 @@ def erase_map(edit: Intervention, model: ModelInfo) -> EditMap:
     if len(at_layer) != 1:
         have = ", ".join(keys) or "none"
         raise InputError(
-            f"--intervene erase: {edit.source} has "
+            f"--intervene {edit.kind}: {edit.source} has "
             + ("no eraser" if not at_layer else "several erasers")
             + f" at layer {edit.layer}{f' for pooling {edit.target}' if edit.target else ''} (it has {have})",
-            "pick a layer it has, or name the pooling: erase:FILE:POOLING@L",
+            f"pick a layer it has, or name the pooling: {edit.kind}:FILE:POOLING@L",
         )
     mean, left, right = _eraser_arrays(edit, arrays, at_layer[0])
     _check_width(edit, "erasers file", len(mean), model)
@@ -180,17 +180,17 @@ def _eraser_arrays(edit: Intervention, arrays: dict[str, np.ndarray], key: str) 
     hint = "give the .erasers.npz that featx erase wrote, or run featx erase again"
     for name in ("mean", "left", "right"):
         if f"{key}/{name}" not in arrays:
-            raise InputError(f"--intervene erase: the eraser {key} of {edit.source} lacks its {name} array", hint)
+            raise InputError(f"--intervene {edit.kind}: the eraser {key} of {edit.source} lacks its {name} array", hint)
     mean, left, right = (arrays[f"{key}/{name}"] for name in ("mean", "left", "right"))
     d = mean.shape[0] if mean.ndim == 1 else -1
     if left.ndim != 2 or right.ndim != 2 or left.shape[0] != d or right.shape != (left.shape[1], d):
         raise InputError(
-            f"--intervene erase: the eraser {key} of {edit.source} has arrays of shapes that do not fit together: "
+            f"--intervene {edit.kind}: the eraser {key} of {edit.source} has arrays of shapes that do not fit together: "
             f"mean {mean.shape}, left {left.shape}, right {right.shape} (wanted (d,), (d, r), (r, d))",
             hint,
         )
     if not all(np.isfinite(values).all() for values in (mean, left, right)):
-        raise InputError(f"--intervene erase: the eraser {key} of {edit.source} holds inf or NaN", hint)
+        raise InputError(f"--intervene {edit.kind}: the eraser {key} of {edit.source} holds inf or NaN", hint)
     return mean, left, right
 
 

@@ -213,14 +213,17 @@ def test_an_erasers_file_declaring_more_than_the_bound_is_refused_before_inflati
 )
 def test_a_malformed_eraser_is_one_line_not_a_traceback(arrays, message, tmp_path, tiny_info):
     """An erasers file is untrusted: arrays of shapes that do not fit one another (or the model), inf or NaN, or a
-    missing array are refused before any forward pass, not a torch shape error mid-run."""
+    missing array are refused before any forward pass, not a torch shape error mid-run. The message names the
+    edit the user wrote: ``random:ERASERS@L`` (the eraser's control) read ``--intervene erase:``."""
     d = tiny_info.hidden_size
     parts = {"mean": np.zeros(d), "left": np.ones((d, 1)) / d, "right": np.ones((1, d)) / d, **arrays}
     path = write_erasers(tmp_path, tiny_info.weights_sha256, {1: zero_rank(d)})  # and its .erase.json
     np.savez(path, **{f"mean/1/{name}": value for name, value in parts.items() if value is not None})
-    with pytest.raises(InputError, match=message) as error:
-        one(f"erase:{path}@1", tiny_info)
-    assert error.value.hint and "\n" not in error.value.message
+    for kind in ("erase", "random"):
+        with pytest.raises(InputError, match=message) as error:
+            one(f"{kind}:{path}@1", tiny_info)
+        assert error.value.hint and "\n" not in error.value.message
+        assert error.value.message.startswith(f"--intervene {kind}: "), error.value.message
 
 
 @pytest.mark.parametrize(
