@@ -45,6 +45,7 @@ from ..results import check_name_length, check_prefix, json_safe, results_prefix
 from ..shared_options import check_folds, check_group, check_join, check_join_needs_labels, check_seed
 from ..solvers import classifiers as clf
 from ..tasks.pairs import pooled_block
+from ..tasks.sentences import permuted_control
 from .target import Task, load_task
 
 RANKS = (1, 2, 4, 8, 16, 32)
@@ -250,7 +251,7 @@ def _sweep_jobs(config: SweepConfig, notes: list[str]) -> tuple[Task, list[tuple
         figures = [f".{pooling}.svg" for pooling in chosen] if len(chosen) > 1 else [".svg"]
         check_name_length(Path(f"{prefix}{end}") for end in (".csv", ".json", *figures))
     seed = config.seed
-    y_control = np.random.default_rng(seed + 7919).permutation(task.y) if config.control else None
+    y_control = permuted_control(task.y, seed) if config.control else None  # probe's and fit's control labels
     jobs = [
         (str(config.features), pooling, spec.layers[0], task, y_control, seed, config.n_bootstrap)
         for pooling in chosen

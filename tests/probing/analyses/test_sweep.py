@@ -167,3 +167,17 @@ def test_the_python_call_refuses_what_the_sweep_does_not_use_and_passes_on_what_
     sweep_from_probe_options(planted_file, False, {"label": "a", "n_bootstrap": 50, "write": False, "lexical": False})
     config = seen["config"]
     assert (config.n_bootstrap, config.write, config.control, config.label) == (50, False, False, "a")
+
+
+def test_the_sweep_control_is_the_probes_permutation(planted_file):
+    """The sweep's control labels are ``probing.permuted_control``'s (featx probe's and fit's), not a copy of its
+    draw that could drift from it."""
+    from featx.probing import permuted_control
+    from featx.probing.analyses.sweep import SweepConfig, _sweep_jobs
+
+    task, jobs, _ = _sweep_jobs(SweepConfig(planted_file, label="a", layers="1", seed=5, write=False), [])
+    assert len(jobs) == 1 and np.array_equal(jobs[0][4], permuted_control(task.y, 5))
+    assert not np.array_equal(jobs[0][4], task.y)  # a permutation that moved rows
+    config = SweepConfig(planted_file, label="a", layers="1", control=False, write=False)
+    assert _sweep_jobs(config, [])[1][0][4] is None
+
