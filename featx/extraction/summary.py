@@ -75,8 +75,24 @@ class ExtractSummary:
 
 def forward_tokens(features: FeatureFile) -> int:
     """The tokens every forward pass of the file's rows took: both sides of a separate-mode pair, every answer's
-    prompt of ``--contrast`` (a file written before featx stored the other answers' counts: answer 0's only)."""
-    return int(features.n_kept.sum() + features.pair_n_kept.sum() + features.contrast_n_kept.sum())
+    prompt of ``--contrast`` (a file written before featx stored the other answers' counts: answer 0's only), the
+    overlapping windows of a ``--long window`` row (a file written before featx recorded ``window_budget``: its
+    stored tokens)."""
+    return int(_row_tokens(features).sum() + features.pair_n_kept.sum() + features.contrast_n_kept.sum())
+
+
+def _row_tokens(features: FeatureFile):
+    from .tokens.long_windows import window_tokens
+
+    attrs, kept = features.attrs, features.n_kept
+    if str(attrs.get(store.schema.LONG_INPUTS, "truncate")) != "window":
+        return kept
+    try:
+        max_length, budget = int(attrs[store.schema.MAX_LENGTH]), int(attrs[store.schema.WINDOW_BUDGET])
+        stride = int(attrs[store.schema.STRIDE])
+    except (KeyError, TypeError, ValueError):
+        return kept
+    return window_tokens(kept, max_length, budget, stride) if 0 <= stride < budget <= max_length else kept
 
 
 def summary_of(path: Path, status: str, seconds: float, skipped: int) -> ExtractSummary:

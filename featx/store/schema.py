@@ -117,6 +117,7 @@ CORPUS_N_ROWS, BASE_FINGERPRINT = "corpus_n_rows", "base_fingerprint"
 # whether the tokenizer adds BOS; how long texts were handled (truncate, window) and the window overlap.
 MODEL_PART, CAUSAL, PAD_TOKEN_ID, PAD_SOURCE = "model_part", "causal", "pad_token_id", "pad_source"
 PADDING_SIDE, BOS_ADDED, LONG_INPUTS, STRIDE = "padding_side", "bos_added", "long_inputs", "stride"
+WINDOW_BUDGET = "window_budget"  # --long window: a window's text tokens (its other max_length - budget: specials)
 PAIR_MODE, TEXT_PAIR_COL = "pair_mode", "text_pair_col"  # sentence pairs: cross or separate; the second column
 DEVICE_MAP = "device_map"  # JSON {module: device} of --device-map auto; {} when the model sat on one device
 IMPLEMENTATION = "implementation"  # what ran the model: "native" (featx's own BERT) or "transformers"

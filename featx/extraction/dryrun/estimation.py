@@ -136,7 +136,8 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
         model=loaded.name,
         device=str(loaded.device),
         rows=n_rows,
-        tokens=tokenized.forward_tokens,  # both sides of a separate-mode pair, every answer of --contrast
+        tokens=tokenized.forward_tokens + _window_extra(plan, tokenized),  # both sides of a separate-mode pair,
+        # every answer of --contrast, the overlapping windows of --long window
         truncated_rows=int(tokenized.rows_truncated.sum()),
         max_length=loaded.max_length,
         layers=plan.layers,
@@ -160,6 +161,16 @@ def _sizes(plan, corpus, tokenized, loaded) -> Estimate:
             f"{human_size(free)} free; drop --tokens, choose fewer --layer, or write elsewhere with -o"
         )
     return result
+
+
+def _window_extra(plan, tokenized) -> int:
+    """The tokens ``--long window`` runs beyond the rows' own: their windows overlap (as extract's summary counts)."""
+    from ..tokens.long_windows import window_tokens
+
+    spec, lengths = plan.window, tokenized.lengths
+    if spec is None:
+        return 0
+    return int(window_tokens(lengths, plan.max_length, spec.budget, spec.stride).sum() - lengths.sum())
 
 
 def _file_bytes(plan, corpus, tokenized, loaded, n_rows: int, n_tokens: int) -> tuple[int, int, int]:

@@ -373,6 +373,7 @@ def provenance(plan: ExtractionPlan, corpus, loaded: LoadedModel) -> dict:
         store.schema.BOS_ADDED: bos_added(loaded.tokenizer),
         store.schema.LONG_INPUTS: plan.long_inputs,
         store.schema.STRIDE: plan.window.stride if plan.window else 0,
+        store.schema.WINDOW_BUDGET: plan.window.budget if plan.window else 0,  # the summary's window tokens
         store.schema.FINGERPRINT: plan.fingerprint,
         store.schema.REQUEST_KEY: request_key(config, corpus.sha256) or "",  # for the quick check (freshness.py)
         **pair_attributes(config),

@@ -98,7 +98,8 @@ class WindowGroup:
 
     @property
     def n_tokens(self) -> int:
-        return int(sum(len(row.owner) for row in self.rows))
+        """The tokens the step puts through the model: its windows' (overlapping), not its rows' stitched ones."""
+        return int(sum(row.input_ids.size for row in self.rows))
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,15 @@ def window_counts(lengths: np.ndarray, n_lead: int, n_trail: int, budget: int, s
     return np.asarray(
         [len(window_starts(int(length) - n_lead - n_trail, budget, stride)) for length in lengths], dtype=np.int64
     )
+
+
+def window_tokens(lengths: np.ndarray, max_length: int, budget: int, stride: int) -> np.ndarray:
+    """The tokens each row of ``lengths`` (specials included) puts through the model: a row longer than
+    ``max_length`` its windows' (each ``max_length`` tokens, ``budget`` of them text), another its own."""
+    lengths = np.asarray(lengths, dtype=np.int64).copy()
+    long = lengths > max_length
+    lengths[long] = window_counts(lengths[long], max_length - budget, 0, budget, stride) * max_length
+    return lengths
 
 
 def window_groups(counts: np.ndarray, per_pass: int, passes: int = GROUP_PASSES) -> list[np.ndarray]:

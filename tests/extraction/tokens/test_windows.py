@@ -13,11 +13,13 @@ from featx.errors import InputError
 from featx.extraction import ExtractConfig, extract
 from featx.extraction.tokens.long_windows import (
     GROUP_PASSES,
+    WindowGroup,
     split_row,
     window_counts,
     window_groups,
     window_passes,
     window_starts,
+    window_tokens,
 )
 
 LONG = " ".join(["the cat loved the film and the dog saw new books today"] * 4)  # ~50 tokens
@@ -53,6 +55,9 @@ def test_each_token_comes_from_its_most_central_window(n_content, budget, stride
     np.testing.assert_array_equal(stitched, np.r_[1, ids, 2])  # every token exactly once, in order
     assert (np.diff(row.owner) >= 0).all()
     assert starts[-1] + min(budget, n_content) == n_content and starts[0] == 0
+    # the tokens the row puts through the model (extract's summary and progress rate): its windows', overlapping
+    assert window_tokens(np.asarray([n_content + 2]), budget + 2, budget, stride)[0] == row.input_ids.size
+    assert WindowGroup([row], [None]).n_tokens == row.input_ids.size
     for j in range(n_content):  # brute force: no window holds token j farther from its edges
         margins = [min(j - s, s + budget - 1 - j) for s in starts if s <= j < s + budget]
         chosen = starts[row.owner[j + 1]]
@@ -62,6 +67,7 @@ def test_each_token_comes_from_its_most_central_window(n_content, budget, stride
 def test_windowed_text_pools_over_the_stitched_token_states(short_bert, long_corpus, tmp_path):
     summary = run(long_corpus, short_bert, tmp_path / "w.h5", long="window", stride=4, tokens=True)
     assert summary.windowed_rows == 2 and summary.truncated_rows == 0
+    run_tokens = 0  # the windows' tokens of the long rows: the summary counted their stored tokens
     assert "2 windowed" in summary.line()
     tokenizer = AutoTokenizer.from_pretrained(str(short_bert))
     model = AutoModel.from_pretrained(str(short_bert), dtype=torch.float32, attn_implementation="eager").eval()
@@ -71,6 +77,7 @@ def test_windowed_text_pools_over_the_stitched_token_states(short_bert, long_cor
             ids = tokenizer(LONG + (" blue" if row == 5 else ""))["input_ids"]
             assert features.n_kept[row] == len(ids) > MAX_POSITIONS
             windows = split_row(np.asarray(ids), 1, 1, MAX_POSITIONS - 2, 4)
+            run_tokens += windows.input_ids.size - len(ids)
             with torch.no_grad():
                 hidden = model(input_ids=torch.from_numpy(windows.input_ids), output_hidden_states=True).hidden_states
             for layer in features.layers:
@@ -81,6 +88,7 @@ def test_windowed_text_pools_over_the_stitched_token_states(short_bert, long_cor
                 np.testing.assert_allclose(features.features("max", layer)[row], expected.max(0), atol=1e-5)
                 np.testing.assert_allclose(features.features("cls", layer)[row], hidden[layer][0, 0], atol=1e-5)
                 np.testing.assert_allclose(features.features("last", layer)[row], hidden[layer][-1, -1], atol=1e-5)
+        assert summary.tokens == int(features.n_kept.sum()) + run_tokens > int(features.n_kept.sum())
 
 
 # One family of the zoo per way a window differs (each run costs suite time; the whole zoo matched within 1e-6 when
@@ -158,6 +166,9 @@ def test_dry_run_estimate_counts_windowed_rows(short_bert, long_corpus, tmp_path
     )
     result = estimate(config)
     assert result.windowed_rows == 2 and result.truncated_rows == 0
+    tokenizer = AutoTokenizer.from_pretrained(str(short_bert))  # the windows' tokens, as extract's summary counts
+    lengths = [len(tokenizer(text)["input_ids"]) for text, *_ in SENTENCES[:4] + [(LONG,), (LONG + " blue",)]]
+    assert result.tokens == window_tokens(np.asarray(lengths), MAX_POSITIONS, MAX_POSITIONS - 2, 4).sum()
     assert result.seconds is not None and result.seconds > 0
     assert "2 run in overlapping windows" in result.format()
     only_long = write_csv(tmp_path / "only-long.csv", [(LONG, "pos", "past", "train")])
