@@ -14,7 +14,7 @@ MISSING_VALUES = PANDAS_MISSING | {""}  # kept for callers of 0.x
 MISSING_PRESETS = {"empty": frozenset(), "pandas": PANDAS_MISSING}
 CONTINUOUS_MIN_DISTINCT = 20  # a numeric label column with more distinct values than this (and
 CONTINUOUS_MIN_FRACTION = 0.05  # than this fraction of its rows, or with decimals) looks continuous
-NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")  # a cell that reads as a number
+NUMBER = re.compile(r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$")  # a cell that reads as a number
 
 
 def looks_continuous(names: list[str], present: int) -> bool:

@@ -17,7 +17,7 @@ from ..io import looks_continuous
 from ..store import FeatureFile
 
 SHOWN_CLASSES = 8  # the most frequent classes listed per column; the rest are counted
-_NUMBER = re.compile(r"^[-+]?[\d.,]+$")
+_NUMBER = re.compile(r"^[-+]?[0-9.,]+$")
 
 
 def describe_labels(path: str | Path | None = None) -> list[str]:

@@ -155,6 +155,7 @@ def test_a_label_column_is_typed_once():
     assert column.codes.tolist() == [1, 0, -1, -1, 1] and column.missing == {"": 1, "NA": 1}
     assert np.isnan(column.values()[2]) and column.values()[0] == 10.0
     assert NUMBER.match("-1.5e3") and not NUMBER.match("1,5")
+    assert not NUMBER.match("\u0663") and not NUMBER.match("1.\u0665")  # other scripts' digits: text, not numbers
 
 
 @pytest.mark.parametrize(

@@ -226,7 +226,7 @@ def _module_site(model: torch.nn.Module, name: str, inner: list[int], n_layers: 
     else:
         layer = 0
         if layer_path is not None:
-            match = re.match(re.escape(layer_path) + r"\.(\d+)(\.|$)", target)
+            match = re.match(re.escape(layer_path) + r"\.([0-9]+)(\.|$)", target)
             if match:
                 layer = int(match.group(1)) + 1
         taps = [Tap(layer, target, "output")]

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ...checks import parse_whole
 from ...errors import InputError
 from ...options import on_command_line, spoken, spoken_value
 from ..tokens.tokenize import TokenizedCorpus, fast_backend
@@ -68,10 +69,10 @@ def parse_pool_at(spec: str) -> PoolAt:
             raise InputError(f"{_pool_at(spec, 'marker:')} names no marker", hint)
         return PoolAt("marker", marker=value)
     if kind == "index":
-        try:
-            return PoolAt("index", index=int(value))
-        except ValueError:
-            raise InputError(f"{_pool_at(spec)}: '{value}' is not a whole number", hint) from None
+        index = parse_whole(value.strip(), signed=True)  # ASCII digits only: int would read 'index:٣' as 3
+        if index is None:
+            raise InputError(f"{_pool_at(spec)}: '{value}' is not a whole number", hint)
+        return PoolAt("index", index=index)
     if kind in SPAN_POOLINGS and not value:
         raise InputError(
             f"{_pool_at(spec, repr(spec))}: {kind} is a pooling over the text's own tokens, not one token's position",

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...checks import parse_whole
 from ...errors import InputError
 from ...io import CONLLU_SUFFIXES, LabelColumn
 from ...options import spoken_value
@@ -311,10 +312,12 @@ def _head(value, n_words: int, where: str) -> int:
     """A CoNLL head (1-based, 0 = root, '_' unknown) as the 0-based index in the sentence, else HEAD_ROOT/_UNKNOWN."""
     if value is None or value == "_" or value == "":
         return HEAD_UNKNOWN
-    try:
-        head = int(value)
+    try:  # a text in ASCII digits only (int would read '٣' as 3), a JSON file's number as it is
+        head = parse_whole(value.strip(), signed=True) if isinstance(value, str) else int(value)
     except (TypeError, ValueError):
-        raise InputError(f"{where}: head '{value}' is not a word number", HEAD_HINT) from None
+        head = None
+    if head is None:
+        raise InputError(f"{where}: head '{value}' is not a word number", HEAD_HINT)
     if not 0 <= head <= n_words:
         raise InputError(f"{where}: head {head} is outside the sentence of {n_words} words", HEAD_HINT)
     return head - 1 if head else HEAD_ROOT

@@ -345,7 +345,7 @@ def quiet_load_report() -> Iterator[None]:
 
 def _shortened(keys: list[str], shown: int = 3) -> str:
     """Keys with layer numbers folded (``encoder.layer.*.x``), the first ``shown`` of them, then a count."""
-    folded = list(dict.fromkeys(re.sub(r"\.\d+\.", ".*.", key) for key in sorted(keys)))
+    folded = list(dict.fromkeys(re.sub(r"\.[0-9]+\.", ".*.", key) for key in sorted(keys)))
     more = f" and {len(folded) - shown} more names" if len(folded) > shown else ""
     return ", ".join(folded[:shown]) + more
 

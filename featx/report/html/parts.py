@@ -65,7 +65,7 @@ def table_html(frame: pd.DataFrame, best: list[bool] | None = None) -> str:
 
 def numeric(value) -> bool:
     """Whether a cell reads as a number, interval or p-value (right-aligned)."""
-    return bool(re.fullmatch(r"[-+]?[\d.,<]+(\s\[[\d.,\s-]+\])?!?", str(value)))
+    return bool(re.fullmatch(r"[-+]?[0-9.,<]+(\s\[[0-9.,\s-]+\])?!?", str(value)))
 
 
 def svg_of(draw, size: tuple[float, float] = (8, 4.8)) -> str:

@@ -49,6 +49,14 @@ def test_pool_at_forms(spec, parsed):
     assert parse_pool_at(spec) == parsed
 
 
+@pytest.mark.parametrize("spec", ["index:\u0663", "index:1_0", "index:x", "index:"])
+def test_pool_at_index_takes_ascii_digits_only(spec):
+    """``index:N`` is read by ``checks.parse_whole``: int took another script's digit ('٣', 3) and '1_0'."""
+    with pytest.raises(InputError, match=r"is not a whole number") as error:
+        parse_pool_at(spec)
+    assert "index:N" in error.value.hint
+
+
 def test_a_span_pooling_given_as_pool_at_is_pointed_to_pooling():
     with pytest.raises(InputError, match="span_mean is a pooling over the text's own tokens") as error:
         parse_pool_at("span_mean")

@@ -165,6 +165,9 @@ def test_bad_word_inputs_are_refused(tmp_path):
     columns = write(tmp_path / "c.txt", "EU B-ORG\nrejects\n")
     with pytest.raises(InputError, match="c.txt, line 2: 1 fields, --columns names 2"):
         read_word_corpus([columns], "columns", "form,ner")
+    other_digits = write(tmp_path / "h.txt", "EU 0\nrejects \u0661\n")  # Arabic-Indic one: int read it as 1
+    with pytest.raises(InputError, match="h.txt, line 1: head '\u0661' is not a word number"):
+        read_word_corpus([other_digits], "columns", "form,head")
     twice = write(tmp_path / "twice.conllu", CONLLU + "\n" + CONLLU)
     with pytest.raises(InputError, match="sentence id 's1' appears twice"):
         read_word_corpus([twice], "conllu")
