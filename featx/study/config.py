@@ -41,6 +41,7 @@ STUDY_KEYS = ("output", "metric", "jobs", "engine", "address")
 MODEL_KEYS = ("name", "model", "random_init", "seeds")
 CORPUS_KEYS = ("name", "path", "senteval", "labels", "group")
 MAX_SEEDS = 100  # per [[models]] entry: each seed is a model, extracted on every corpus (planning: ~4 ms a seed)
+MAX_MODELS = 100  # [[models]] entries: 4 MiB of study file holds ~100,000, which took minutes to plan
 NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,99}\Z")  # at most 100 characters: a file name has 255 bytes
 FEATURES_NAME = "features.h5"  # a cell's features file: OUTPUT/<model>/<corpus>/features.h5
 Options = tuple[tuple[str, Any], ...]  # config fields as frozen pairs
@@ -266,7 +267,11 @@ def _seeds(source: Source, place: Place, entry: dict[str, Any]) -> list[int | No
 def _models(source: Source, data: dict[str, Any]) -> tuple[ModelSpec, ...]:
     models: list[ModelSpec] = []
     seen: dict[str, Place] = {}
-    for index, entry in enumerate(_entries(source, data, "models")):
+    entries = _entries(source, data, "models")
+    if len(entries) > MAX_MODELS:  # before reading them, at the first entry over
+        raise source.error(("models", MAX_MODELS), f"the study has {len(entries)} [[models]] entries, at most {MAX_MODELS}",
+                           "each model is extracted on every corpus: split the study into several files")  # fmt: skip
+    for index, entry in enumerate(entries):
         own = {key: value for key, value in entry.items() if key not in MODEL_KEYS}
         options = tuple(extract_fields(source, own, ("models", index), MODEL_KEYS).items())
         random_init = entry.get("random_init", False)
@@ -334,18 +339,9 @@ def _senteval(source: Source, place: Place, entry: dict[str, Any], seen: dict[st
     group = entry_group(source, place, entry, labels)
     named = [(f"{prefix}-{task}" if prefix and target.is_dir() else prefix or task, path) for task, path in tasks]
     given = [str(Path(entry["senteval"]) / path.name) if target.is_dir() else entry["senteval"] for _, path in tasks]
-    return [
-        CorpusSpec(
-            _name(source, (*place, "name"), name, seen, not prefix),
-            path.resolve(),
-            labels,
-            own,
-            group,
-            place[1],
-            spelled,
-        )
-        for (name, path), spelled in zip(named, given, strict=True)
-    ]
+    names = [_name(source, (*place, "name"), name, seen, not prefix) for name, _ in named]
+    found = zip(names, [path.resolve() for _, path in named], given, strict=True)
+    return [CorpusSpec(name, path, labels, own, group, place[1], spelled) for name, path, spelled in found]
 
 
 def _own(entry: dict[str, Any]) -> dict[str, Any]:

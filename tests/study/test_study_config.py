@@ -88,6 +88,13 @@ BAD = [
     (('path = "sst2.csv"', 'path = "tasks"'), "[[corpora]] #1 path: corpus path", 15, "give a corpus file"),
     (('name = "control"\nrandom_init = true\nseeds = [0, 1, 2]', 'name = "minilm"'), "duplicate name", 9, "named so"),
     (("seeds = [0, 1, 2]", "seeds = [0, 0]"), "repeat a seed", 11, None),
+    # every model is planned on every corpus before any work: 100,000 entries (4 MiB) took minutes
+    (
+        ('[[models]]\nname = "minilm"', "".join(f'[[models]]\nname = "m{i}"\n\n' for i in range(101))),
+        "[[models]] #101: the study has 102 [[models]] entries, at most 100",
+        305,
+        "split the study",
+    ),
     # each seed plans a model (~4 ms) before any work: a million seeds planned for over an hour
     (("seeds = [0, 1, 2]", f"seeds = {list(range(101))}"), "seeds gives 101 seeds; a [[models]]", 11, "[0, 1, 2]"),
     # --init-seed's bound, said at the seeds that gave it, not at [extract] as --init-seed
