@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...safe_files import loads_json
 from ..load import METRIC_NAMES, chosen_row, layer_rows, model_name, references
-from ..text.format import interval, missing, num, p_value
+from ..text.format import count, interval, missing, num, p_value
 
 REGRESSION_COLUMNS = ("r2", "spearman", "pearson", "mae")
 CLASS_COLUMNS = ("accuracy", "macro_f1", "balanced_accuracy")
@@ -112,8 +112,11 @@ def layer_table(
     """The main features' single-layer rows of one classifier in ``metric`` (with its interval) and the task's
     other metrics, control, selectivity, the selection score and the paired test when the results hold them;
     and which rows are the chosen one of their pooling (selected on the training part when recorded)."""
+    from ..text.probe import mdl_columns
+
     rows = layer_rows(frame, classifier)
     control, control_name = _control(rows, (meta or {}).get("metric") or metric)
+    with_mdl = mdl_columns(rows)  # featx probe --mdl: 1 the labels' code, 2 the control task's too
     records, best = [], []
     for pooling, part in rows.groupby("pooling", sort=False):
         top = chosen_row(part, metric, meta)[0].name
@@ -125,6 +128,7 @@ def layer_table(
             if control in rows.columns:
                 record[control_name] = num(row.get(control))
                 record["selectivity"] = num(row.get("selectivity"), signed=True)
+            record.update(_mdl_cells(row, with_mdl))
             if "selection_score" in rows.columns:
                 record["selection score (training part)"] = num(row.get("selection_score"))
             if "is_best_on_test" in rows.columns:
@@ -134,6 +138,18 @@ def layer_table(
             records.append(record)
             best.append(index == top)
     return pd.DataFrame.from_records(records), best
+
+
+def _mdl_cells(row: pd.Series, with_mdl: int) -> dict[str, str]:
+    """A row's MDL columns (``featx probe --mdl``), as the terminal table writes them; none without them."""
+    cells = {}
+    if with_mdl:
+        cells = {"MDL bits": count(row.get("mdl_bits")), "MDL compression": num(row.get("mdl_compression"), 2)}
+    if with_mdl > 1:  # the control task's code, and the bits the real labels save over its labels
+        cells["control MDL bits"] = count(row.get("control_mdl_bits"))
+        cells["control MDL compression"] = num(row.get("control_mdl_compression"), 2)
+        cells["MDL selectivity (bits)"] = count(row.get("mdl_selectivity"), signed=True)
+    return cells
 
 
 def reference_table(frame: pd.DataFrame, metric: str, classifier: str, meta: dict | None = None) -> pd.DataFrame:

@@ -202,6 +202,26 @@ def test_a_figure_in_another_metric_than_the_choice_says_its_star_is_the_best_on
     assert "selected on the training part" not in other
 
 
+def test_the_report_table_shows_the_mdl_columns_when_the_run_has_them():
+    """``featx probe --mdl`` writes the labels' codelength (and the control task's): the HTML layer table showed none
+    of it. Its columns are there as the terminal table writes them, escaped as every cell; absent without --mdl."""
+    from featx.report.html.parts import table_html
+
+    frame, meta = synthetic_results(baseline=False)
+    assert not any("MDL" in name for name in layer_table(frame, "logreg", "accuracy", meta)[0].columns)
+    single = frame["kind"] == "single"
+    frame.loc[single, "mdl_bits"], frame.loc[single, "mdl_compression"] = 1234.4, 3.456
+    columns = list(layer_table(frame, "logreg", "accuracy", meta)[0].columns)
+    assert columns[-3:-1] == ["MDL bits", "MDL compression"]  # the control task's code: none without it
+    frame.loc[single, "control_mdl_bits"], frame.loc[single, "control_mdl_compression"] = 4000.0, 1.01
+    frame.loc[single, "mdl_selectivity"] = 2765.6
+    table, best = layer_table(frame, "logreg", "accuracy", meta)
+    mdl = ["MDL bits", "MDL compression", "control MDL bits", "control MDL compression", "MDL selectivity (bits)"]
+    assert table.loc[0, mdl].tolist() == ["1,234", "3.46", "4,000", "1.01", "+2,766"]
+    text = table_html(table, best)
+    assert "<th>MDL selectivity (bits)</th>" in text and '<td class="num">+2,766</td>' in text
+
+
 def test_the_report_table_shows_the_control_in_the_runs_metric():
     from featx.report.html.sections import layer_table
 
