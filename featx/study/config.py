@@ -269,8 +269,8 @@ def _models(source: Source, data: dict[str, Any]) -> tuple[ModelSpec, ...]:
     seen: dict[str, Place] = {}
     entries = _entries(source, data, "models")
     if len(entries) > MAX_MODELS:  # before reading them, at the first entry over
-        raise source.error(("models", MAX_MODELS), f"the study has {len(entries)} [[models]] entries, at most {MAX_MODELS}",
-                           "each model is extracted on every corpus: split the study into several files")  # fmt: skip
+        message = f"the study has {len(entries)} [[models]] entries, at most {MAX_MODELS}"
+        raise source.error(("models", MAX_MODELS), message, "each model is run on every corpus: split the study")
     for index, entry in enumerate(entries):
         own = {key: value for key, value in entry.items() if key not in MODEL_KEYS}
         options = tuple(extract_fields(source, own, ("models", index), MODEL_KEYS).items())

@@ -120,8 +120,9 @@ def _erase_meta(path: Path, kind: str) -> dict:
 
 
 def _read_erasers(path: Path, kind: str) -> dict[str, np.ndarray]:
-    """The arrays of an erasers file (of ``--intervene KIND:``, erase or random, as the messages name it): a regular file (not a FIFO to block on), a zip of ``.npy`` arrays whose
-    declared sizes are bounded before any is inflated, never unpickled."""
+    """The arrays of an erasers file (of ``--intervene KIND:``, erase or random, as the messages name it): a regular
+    file (not a FIFO to block on), a zip of ``.npy`` arrays whose declared sizes are bounded before any is inflated,
+    never unpickled."""
     try:
         if not path.is_file():
             raise NotARegularFile(f"{path} is not a regular file")
@@ -185,8 +186,8 @@ def _eraser_arrays(edit: Intervention, arrays: dict[str, np.ndarray], key: str) 
     d = mean.shape[0] if mean.ndim == 1 else -1
     if left.ndim != 2 or right.ndim != 2 or left.shape[0] != d or right.shape != (left.shape[1], d):
         raise InputError(
-            f"--intervene {edit.kind}: the eraser {key} of {edit.source} has arrays of shapes that do not fit together: "
-            f"mean {mean.shape}, left {left.shape}, right {right.shape} (wanted (d,), (d, r), (r, d))",
+            f"--intervene {edit.kind}: the eraser {key} of {edit.source} has arrays of shapes that do not fit "
+            f"together: mean {mean.shape}, left {left.shape}, right {right.shape} (wanted (d,), (d, r), (r, d))",
             hint,
         )
     if not all(np.isfinite(values).all() for values in (mean, left, right)):

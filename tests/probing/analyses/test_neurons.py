@@ -180,7 +180,8 @@ def test_a_label_too_long_for_a_file_name_is_refused_before_any_work(planted_fil
     with h5py.File(copy, "r+") as file:  # column a under a long name, as a corpus's header may give it
         file.move("labels/a", f"labels/{label}")
         file[f"labels/{label}"].attrs["column"] = label
-    commands = ((["neurons"], "PREFIX", 241), (["probe", "--sweep"], "PREFIX", 241), (["erase", "--amnesic", "none"], "PATH", 237))
+    erase = ["erase", "--amnesic", "none"]
+    commands = ((["neurons"], "PREFIX", 241), (["probe", "--sweep"], "PREFIX", 241), (erase, "PATH", 237))
     for command, placeholder, room in commands:  # erase's file is written as .NAME.XXXXXXXX.writing: 18 more bytes
         result = CliRunner().invoke(main, [*command, str(copy), "--label", label, "--layer", "1"])
         assert result.exit_code == 2, result.output

@@ -180,4 +180,3 @@ def test_the_sweep_control_is_the_probes_permutation(planted_file):
     assert not np.array_equal(jobs[0][4], task.y)  # a permutation that moved rows
     config = SweepConfig(planted_file, label="a", layers="1", control=False, write=False)
     assert _sweep_jobs(config, [])[1][0][4] is None
-
