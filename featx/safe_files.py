@@ -171,15 +171,8 @@ def new_file_mode() -> int:
 
 
 LINK_HINT = "remove the link (someone may have planted it), or choose another output folder"
-
-
-def temporary_extra(suffix: str = ".tmp") -> int:
-    """How many bytes longer than the file's name is the name of ``atomic_write``'s temporary (``suffix`` its own):
-    ``.NAME.XXXXXXXX`` and the suffix."""
-    return len(f"..XXXXXXXX{suffix}")
-
-
-TEMPORARY_EXTRA = temporary_extra()  # atomic_write's temporary's name is this many bytes longer than the file's
+TEMPORARY_NAME = "..XXXXXXXX"  # atomic_write's temporary's name is the file's, these bytes and its suffix longer
+TEMPORARY_EXTRA = len(TEMPORARY_NAME + ".tmp")  # so many bytes longer with the default suffix
 
 
 def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_HINT) -> Path:

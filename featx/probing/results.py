@@ -18,7 +18,7 @@ from ..errors import InputError, StoreError
 from ..io import read_csv, write_csv
 from ..json_fields import shown
 from ..options import Placeholder, on_command_line, spoken, spoken_value
-from ..safe_files import TEMPORARY_EXTRA, atomic_write_text, check_writable, existing_folder, loads_json
+from ..safe_files import TEMPORARY_NAME, atomic_write_text, check_writable, existing_folder, loads_json
 from ..store import escape_name
 from .evaluation.significance import COLUMNS as SIGNIFICANCE_COLUMNS
 from .meta import ProbeMeta, checked_meta
@@ -166,12 +166,13 @@ def probe_names(features_path: Path, label: str | None, output: str | Path | Non
     return [side_path(results_paths(Path(features_path), str(label or ""), output)[0], "predictions")]
 
 
-def check_name_length(paths: Iterable[Path], extra: int = TEMPORARY_EXTRA, placeholder: str = "PREFIX") -> None:
+def check_name_length(paths: Iterable[Path], suffix: str = ".tmp", placeholder: str = "PREFIX") -> None:
     """Before any work: the longest name among ``paths``, the files a run writes (named after the label, or -o),
-    fits its folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux) with the ``extra`` bytes its temporary
-    file's name adds (``safe_files.TEMPORARY_EXTRA``: each is written through one; ``temporary_extra(suffix)`` for
-    another suffix), rather than failing with "File name too long" once the work is done. Probe, neurons, the sweep
-    and erase check their names here; the hint names -o's ``placeholder``."""
+    fits its folder's limit on a file name (``NAME_MAX``, 255 bytes on Linux) with the bytes its temporary file's
+    name adds (each is written through one, ``.NAME.XXXXXXXX`` and ``suffix``: ``safe_files.TEMPORARY_NAME``), rather
+    than failing with "File name too long" once the work is done. Probe, neurons, the sweep and erase check their
+    names here; the hint names -o's ``placeholder``."""
+    extra = len(TEMPORARY_NAME + suffix)
     longest = max((Path(path) for path in paths), key=lambda path: len(os.fsencode(path.name)))
     try:
         limit = os.pathconf(existing_folder(longest), "PC_NAME_MAX")

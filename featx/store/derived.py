@@ -28,7 +28,7 @@ from .hdf5 import CHUNK_BYTES, write_layer
 
 COPIED_GROUPS = (s.ROWS, s.LABELS, s.PROGRESS)
 DROPPED_ATTRS = (s.REQUEST_KEY, s.SITES_ATTR)
-DERIVED_SUFFIX = ".writing"  # the derived file's temporary is .NAME.XXXXXXXX.writing (safe_files.temporary_extra)
+DERIVED_SUFFIX = ".writing"  # the derived file's temporary is .NAME.XXXXXXXX.writing (results.check_name_length)
 
 
 def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.ndarray]], derived: dict) -> Path:

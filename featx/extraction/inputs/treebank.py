@@ -312,10 +312,7 @@ def _head(value, n_words: int, where: str) -> int:
     """A CoNLL head (1-based, 0 = root, '_' unknown) as the 0-based index in the sentence, else HEAD_ROOT/_UNKNOWN."""
     if value is None or value == "_" or value == "":
         return HEAD_UNKNOWN
-    try:  # a text in ASCII digits only (int would read '٣' as 3), a JSON file's number as it is
-        head = parse_whole(value.strip(), signed=True) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        head = None
+    head = parse_whole(value.strip(), signed=True) if isinstance(value, str) else value if type(value) is int else None
     if head is None:
         raise InputError(f"{where}: head '{value}' is not a word number", HEAD_HINT)
     if not 0 <= head <= n_words:

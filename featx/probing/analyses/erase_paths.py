@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ...options import on_command_line, spoken_value
-from ...safe_files import TEMPORARY_EXTRA, atomic_write_text, is_hdf5_file, refuse_replacing, temporary_extra
+from ...safe_files import atomic_write_text, is_hdf5_file, refuse_replacing
 from ...store import DERIVED_SUFFIX, escape_name
 
 SIDE_FILES = ("erase.csv", "amnesic.csv", "erase.json", "erasers.npz")  # written beside the erased file
@@ -35,8 +35,8 @@ def check_output(source: Path, output: Path, overwrite: bool) -> None:
     from ..results import check_name_length
 
     # named after the label by default: "File name too long" came once every eraser was fitted
-    check_name_length([output], temporary_extra(DERIVED_SUFFIX), "PATH")  # written through .NAME.XXXXXXXX.writing
-    check_name_length([side_file(output, suffix) for suffix in SIDE_FILES], TEMPORARY_EXTRA, "PATH")
+    check_name_length([output], DERIVED_SUFFIX, "PATH")  # written through .NAME.XXXXXXXX.writing
+    check_name_length([side_file(output, suffix) for suffix in SIDE_FILES], ".tmp", "PATH")
 
 
 def side_file(output: Path, suffix: str) -> Path:
