@@ -172,7 +172,6 @@ def new_file_mode() -> int:
 
 LINK_HINT = "remove the link (someone may have planted it), or choose another output folder"
 TEMPORARY_NAME = "..XXXXXXXX"  # atomic_write's temporary's name is the file's, these bytes and its suffix longer
-TEMPORARY_EXTRA = len(TEMPORARY_NAME + ".tmp")  # so many bytes longer with the default suffix
 
 
 def real_folder(folder: Path, below: Path, make: bool = True, hint: str = LINK_HINT) -> Path:
