@@ -36,6 +36,7 @@ def _is_number(value: Any) -> bool:  # numpy's numbers too (stored as float)
 
 
 _DIGITS, _SIGNED_DIGITS = re.compile("[0-9]+"), re.compile("-?[0-9]+")
+MAX_DIGITS = 18  # parse_whole's longest number: any int64
 
 
 def parse_whole(text: Any, *, signed: bool = False) -> int | None:
@@ -44,6 +45,8 @@ def parse_whole(text: Any, *, signed: bool = False) -> int | None:
     summary) and from options goes through here, never ``str.isdigit``: that takes superscripts (``'²'``), which
     ``int`` refuses with a traceback, and other scripts' digits (``'٣'``), which no featx file writes."""
     if not isinstance(text, str) or not (_SIGNED_DIGITS if signed else _DIGITS).fullmatch(text):
+        return None
+    if len(text.lstrip("-")) > MAX_DIGITS:  # no count or index featx takes is this long; int() refuses past 4,300
         return None
     return int(text)
 

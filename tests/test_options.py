@@ -270,6 +270,9 @@ def test_parse_whole_reads_ascii_digits_only():
     refused = ("\u00b2", "\u0663", "1_0", " 1", "1\n", "+1", "-1", "", "1.0", "--1", None, 3)
     assert [parse_whole(text) for text in refused] == [None] * len(refused)
     assert [parse_whole(text, signed=True) for text in ("--1", "-", "-\u00b2")] == [None] * 3
+    # past int64 no count or index is meant, and int() raises (not refuses) past 4,300 digits: a traceback
+    assert parse_whole("9" * 18) == int("9" * 18)
+    assert [parse_whole("9" * 19), parse_whole("9" * 5000), parse_whole("-" + "9" * 5000, signed=True)] == [None] * 3
 
 
 def test_path_like_refuses_what_is_not_a_path_naming_the_flag():

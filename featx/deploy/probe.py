@@ -32,7 +32,7 @@ class Probe:
     info: dict = field(default_factory=dict)
     path: Path | None = None  # the bundle it was loaded from or written to
     _encoders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _model_checked: bool | str = field(default=False, init=False, repr=False, compare=False)  # str: a model given
+    _model_checked: bool | tuple[str, str] = field(default=False, init=False, repr=False, compare=False)  # given
 
     @property
     def classes(self) -> list[str] | None:
@@ -217,10 +217,10 @@ class Probe:
 
         options = {**self.embed_options(), **overrides}
         if overrides.get("model") is not None:
-            options["model"] = str(overrides["model"])
-            if self._model_checked != options["model"]:  # another model is refused before any text is encoded
-                ref.given_model(self.extraction, options["model"])
-                self._model_checked = options["model"]
+            given, checked = str(overrides["model"]), self._model_checked
+            if not (isinstance(checked, tuple) and checked[0] == given):  # another model: refused before any text
+                checked = self._model_checked = (given, str(ref.given_model(self.extraction, given)))
+            options["model"] = checked[1]  # the folder checked, never the name resolved again by the loader
             return options
         folder = ref.model_folder(self.extraction)
         if folder is not None and self._model_checked is not True:

@@ -50,6 +50,8 @@ def write_derived(source: Path, output: Path, pooled: dict[str, dict[int, np.nda
                     dst.attrs[key] = value
             for name in COPIED_GROUPS:
                 src.copy(src[name], dst, name)
+            if s.CONTRAST_N_KEPT in dst:  # --contrast's other answers' tokens: a derived file has no answer sites
+                del dst[s.CONTRAST_N_KEPT]
             source_fingerprint = str(src.attrs.get(s.FINGERPRINT, ""))
             record = {**derived, "source": str(Path(source).resolve()), "source_fingerprint": source_fingerprint}
             dst.attrs[s.DERIVED] = json.dumps(record, sort_keys=True)

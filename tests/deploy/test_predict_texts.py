@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -122,7 +123,7 @@ def test_a_random_init_bundle_draws_its_own_random_weights_again(tiny_model, tmp
     assert "featx fit" in error.value.hint
 
 
-def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
+def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path, monkeypatch):
     """The local model folder a bundle was fitted with, moved: predict says so (it said "model folder ... does
     not exist; give a Hugging Face id", for a path the user never typed); from Python the new place is taken,
     checked by its weights' sha256."""
@@ -148,6 +149,10 @@ def test_a_bundle_whose_model_folder_moved_is_one_clear_error(tmp_path):
     given = CliRunner().invoke(main, ["predict", str(fitted.path), str(small), "-o", "-", "-q", "--model", str(moved)])
     assert given.exit_code == 0, given.output
     assert list(pd.read_csv(io.StringIO(given.stdout)).prediction) == expected.tolist()
+    # the encoder loads the folder that was checked, never the name resolved again (from another working folder)
+    monkeypatch.chdir(tmp_path)
+    probe = featx.load(fitted.path)
+    assert probe._options({"model": "moved"})["model"] == str(Path(moved).resolve())
 
 
 def test_a_bundle_finds_its_default_or_hub_model_where_this_machine_keeps_it(fitted, tmp_path, monkeypatch):

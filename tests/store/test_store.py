@@ -437,3 +437,21 @@ def test_a_planted_lock_link_is_named_as_its_caller_does(tmp_path, python, hint)
     with pytest.raises(StoreError) as raised, caller, OutputLock(output):
         pass
     assert raised.value.hint == hint
+
+
+def test_a_derived_file_of_a_contrast_run_drops_the_other_answers_token_counts(features_copy, tmp_path):
+    """``featx erase`` of a ``--contrast`` file: the derived file has no answer sites, so ``rows/contrast_n_kept``
+    (one column per further answer) would make it a file featx refuses to open; it is left out."""
+    import h5py
+
+    from featx.store import write_derived
+
+    with FeatureFile(features_copy) as features:
+        n_rows, layers, width = features.n_rows, features.layers, features.hidden_size
+    with h5py.File(features_copy, "a") as file:  # as a --contrast run with two answers writes it
+        file.create_dataset("rows/contrast_n_kept", data=np.full((n_rows, 1), 3, np.int32))
+    pooled = {"mean": {layers[0]: np.zeros((n_rows, width), np.float32)}}
+    output = write_derived(features_copy, tmp_path / "erased.h5", pooled, {"kind": "erasure"})
+    with FeatureFile(output) as derived:
+        assert derived.contrast_n_kept.shape == (n_rows, 0)
+        assert derived.n_rows == n_rows
