@@ -65,7 +65,7 @@ def _codelength_search(Xs, targets, splits, cs, n_classes, seed) -> list[float]:
     like the probe's; the vectors' fits at one C on one split are solved together (``classifiers.fit_together``: each
     the fit it gets alone)."""
     models = [[clf.make_linear("logreg", cs[0], False, seed) for _ in splits] for _ in targets]
-    best_bits, best_c, waited = [np.inf] * len(targets), [cs[0]] * len(targets), [0] * len(targets)
+    paths = [ev.CPath(None, gain=1e-9) for _ in targets]  # scored by minus the bits: the probes' stopping rule
     live = list(range(len(targets)))
     for C in sorted(cs):
         bits = dict.fromkeys(live, 0.0)
@@ -76,16 +76,10 @@ def _codelength_search(Xs, targets, splits, cs, n_classes, seed) -> list[float]:
             clf.fit_together(fitting, Xs[fit_rows], [targets[v][fit_rows] for v in live])
             for v, model in zip(live, fitting, strict=True):
                 bits[v] += _bits(clf.linear_scores(model, Xs[val_rows], n_classes), targets[v][val_rows], n_classes)
-        for v in list(live):
-            if bits[v] < best_bits[v] - 1e-9:
-                best_bits[v], best_c[v], waited[v] = bits[v], C, 0
-            else:
-                waited[v] += 1
-                if waited[v] >= ev.PATH_PATIENCE:
-                    live.remove(v)
+        live = [v for v in live if paths[v].record(C, -bits[v], lambda: None)]
         if not live:
             break
-    return best_c
+    return [cs[0] if path.best_c is None else path.best_c for path in paths]
 
 
 def held_out_splits(y: np.ndarray, seed: int, groups: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -67,20 +67,21 @@ class CPath:
     predict the majority class, and on imbalanced data that plateau can span several Cs, so patience only
     starts counting once the path beats the majority class. None: a path scored by minus the validation
     log-loss (``log_loss_path``), which has no plateau (it moves with every C), so patience counts from the
-    first C.
+    first C. ``gain``: how much higher than the best a score must be to be a new best (MDL's paths, scored by
+    minus a sum of bits: 1e-9).
     """
 
-    def __init__(self, y_val: np.ndarray | None = None):
+    def __init__(self, y_val: np.ndarray | None = None, gain: float = 1e-12):
         self.majority = -np.inf if y_val is None else np.bincount(y_val).max() / max(1, len(y_val))
-        self.best_score, self.waited = -np.inf, 0
+        self.gain, self.best_score, self.waited = gain, -np.inf, 0
         self.best_c: float | None = None
         self.best_state: Any = None  # what ``state()`` gave at the best C (a fitted model, or weights)
 
     def record(self, C: float, score: float, state) -> bool:
         """Log the fit at ``C``; False once the path should stop. ``state()`` is called for a new best."""
-        if score > self.best_score + 1e-12:
+        if score > self.best_score + self.gain:
             self.best_score, self.best_c, self.best_state, self.waited = score, C, state(), 0
-        elif self.best_score > self.majority + 1e-12:
+        elif self.majority == -np.inf or self.best_score > self.majority + 1e-12:
             self.waited += 1
         return self.waited < PATH_PATIENCE
 
